@@ -1,0 +1,36 @@
+#pragma once
+// Every subcommand lives in its own file and registers itself through one
+// add_<name>() function listed in commands.cpp. Parsing fills the command's
+// options; main() then calls run() of the one subcommand that was parsed.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "sprof/result.hpp"
+
+namespace sprof::cli {
+
+struct GlobalOptions {
+  int verbose = 0;      // -v, repeatable
+  bool quiet = false;   // -q
+  std::string color = "auto";  // --color auto|always|never (NO_COLOR honoured for auto)
+  bool color_enabled = false;  // resolved after parsing
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  // Returns the process exit code on success; an Error is mapped to its exit code in main.cpp.
+  std::function<Result<int>()> run;
+};
+
+using CommandList = std::vector<Command>;
+
+const GlobalOptions& global_options();
+
+// commands.cpp: the one list of subcommands.
+void add_all_commands(CLI::App& app, CommandList& commands);
+
+}  // namespace sprof::cli

@@ -1,0 +1,9 @@
+#include "command.hpp"
+
+namespace sprof::cli {
+
+// Registration order is the order --help lists them in.
+void add_all_commands(CLI::App& /*app*/, CommandList& /*commands*/) {
+}
+
+}  // namespace sprof::cli

@@ -1,0 +1,118 @@
+// sprof: the command line over libsprof. Parses flags, runs one subcommand, and
+// is the one place that turns library errors into messages and exit codes.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "sprof/exit_codes.hpp"
+#include "sprof/version.hpp"
+
+namespace sprof::cli {
+namespace {
+
+GlobalOptions g_options;
+
+int exit_code_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::usage:
+    case ErrorKind::bad_input:
+      return kExitUsage;
+    case ErrorKind::io:
+    case ErrorKind::permission:
+    case ErrorKind::not_python:
+    case ErrorKind::unsupported:
+    case ErrorKind::runtime:
+      return kExitRuntime;
+  }
+  return kExitRuntime;
+}
+
+void setup_logging(const GlobalOptions& options) {
+  // Colour only on a terminal unless asked; NO_COLOR (no-color.org) turns "auto" off.
+  if (options.color == "always") {
+    g_options.color_enabled = true;
+  } else if (options.color == "never" || std::getenv("NO_COLOR") != nullptr) {
+    g_options.color_enabled = false;
+  } else {
+    g_options.color_enabled = isatty(STDOUT_FILENO) != 0;
+  }
+  bool stderr_color = options.color == "always" ||
+                      (options.color == "auto" && std::getenv("NO_COLOR") == nullptr &&
+                       isatty(STDERR_FILENO) != 0);
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+      stderr_color ? spdlog::color_mode::always : spdlog::color_mode::never);
+  auto logger = std::make_shared<spdlog::logger>("sprof", sink);
+  logger->set_pattern("sprof: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  if (options.quiet) {
+    spdlog::set_level(spdlog::level::err);
+  } else if (options.verbose >= 2) {
+    spdlog::set_level(spdlog::level::trace);
+  } else if (options.verbose == 1) {
+    spdlog::set_level(spdlog::level::debug);
+  } else {
+    spdlog::set_level(spdlog::level::info);
+  }
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"sprof: a sampling profiler for Python training jobs, in the on-disk layout of "
+               "SageMaker Debugger's profiler"};
+  app.name("sprof");
+  app.set_version_flag("-V,--version", std::string("sprof ") + kVersion);
+  app.add_flag("-v,--verbose", g_options.verbose, "More log output on stderr (repeatable)");
+  app.add_flag("-q,--quiet", g_options.quiet, "Only errors on stderr; no progress line");
+  app.add_option("--color", g_options.color, "Colour output: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  CommandList commands;
+  add_all_commands(app, commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message and a hint to --help
+    return kExitUsage;
+  }
+
+  setup_logging(g_options);
+  for (const auto& command : commands) {
+    if (!command.app->parsed()) continue;
+    Result<int> result = command.run();
+    if (result.ok()) return result.value();
+    const Error& error = result.error();
+    spdlog::error("{}", error.message);
+    return exit_code_for(error.kind);
+  }
+  spdlog::error("no subcommand given; see sprof --help");
+  return kExitUsage;
+}
+
+}  // namespace
+const GlobalOptions& global_options() { return g_options; }
+}  // namespace sprof::cli
+
+int main(int argc, char** argv) {
+  try {
+    return sprof::cli::run(argc, argv);
+  } catch (const std::exception& e) {
+    // A bug, not a user error: say so rather than abort with a core dump.
+    fmt::print(stderr, "sprof: internal error: {}\n", e.what());
+    return sprof::kExitRuntime;
+  }
+}

@@ -1,0 +1,91 @@
+"""Shared helpers for sprof's integration tests (stdlib only; run by ctest with Debian's python3).
+
+ctest sets SPROF_BIN (the built binary), SPROF_SOURCE_DIR and SPROF_BINARY_DIR.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SPROF_BIN = os.environ.get("SPROF_BIN", "")
+SOURCE_DIR = os.environ.get("SPROF_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BINARY_DIR = os.environ.get("SPROF_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
+SHARED_DIR = os.path.abspath(os.path.join(SOURCE_DIR, "..", "shared"))
+SMDEBUG_FIXTURES = os.path.join(SHARED_DIR, "smdebug-fixtures")
+DEBIAN_PYTHON = "/usr/bin/python3.11"
+
+# Exit codes documented in man/sprof.1.
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_ISSUES = 0, 1, 2, 3
+
+
+def pyenv_root():
+    root = os.environ.get("PYENV_ROOT")
+    if root and os.path.isdir(root):
+        return root
+    for candidate in (os.path.expanduser("~/.pyenv"), "/root/.pyenv"):
+        if os.path.isdir(candidate):
+            return candidate
+    return None
+
+
+def interpreter_version(path):
+    out = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    return tuple(int(x) for x in out.split("."))
+
+
+def pythons(min_version=(3, 8), max_version=(3, 99)):
+    """Every installed CPython in the range: {label: path}. Labels: 'debian-3.11', 'pyenv-3.8.18', ..."""
+    found = {}
+    if os.path.exists(DEBIAN_PYTHON):
+        v = interpreter_version(DEBIAN_PYTHON)
+        if min_version <= v[:2] <= max_version:
+            found["debian-%d.%d" % v[:2]] = DEBIAN_PYTHON
+    root = pyenv_root()
+    if root:
+        for d in sorted(glob.glob(os.path.join(root, "versions", "*"))):
+            exe = os.path.join(d, "bin", "python")
+            name = os.path.basename(d)
+            if not re.fullmatch(r"\d+\.\d+\.\d+", name) or not os.path.exists(exe):
+                continue
+            v = tuple(int(x) for x in name.split("."))
+            if min_version <= v[:2] <= max_version:
+                found["pyenv-" + name] = exe
+    return found
+
+
+def python_for(minor):
+    """The pyenv interpreter of a 3.x minor version (e.g. '3.8'), or None."""
+    for label, path in pythons().items():
+        if label.startswith("pyenv-%s." % minor):
+            return path
+    return None
+
+
+def run_sprof(*args, check=None, timeout=600, env=None, **kwargs):
+    """Run the sprof binary; returns CompletedProcess with text stdout/stderr.
+    check: expected exit code (asserted) or None."""
+    if not SPROF_BIN:
+        raise unittest.SkipTest("SPROF_BIN is not set (run through ctest)")
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run([SPROF_BIN] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, **kwargs)
+    if check is not None and proc.returncode != check:
+        raise AssertionError("sprof %s exited %d, expected %d\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(map(str, args)), proc.returncode, check, proc.stdout[-4000:],
+                                proc.stderr[-4000:]))
+    return proc
+
+
+class TempDirTestCase(unittest.TestCase):
+    """A test case with a fresh temporary directory in self.tmp, removed afterwards."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="sprof-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
