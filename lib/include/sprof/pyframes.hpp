@@ -1,0 +1,84 @@
+#pragma once
+// Reading a live CPython process's threads and stacks from outside it
+// (process_vm_readv; ptrace only to pause threads in blocking mode).
+// This header is the contract between pyframes (which implements it) and the
+// sampler/record code (which calls it). Extend it; change it only together with its callers.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprof/result.hpp"
+
+namespace sprof::pyframes {
+
+struct PythonVersion {
+  int major = 0;
+  int minor = 0;
+  int micro = 0;
+  std::string str() const;  // "3.11.7"
+};
+
+// What a code object tells us; stable for the life of the process. `id` is a small dense number
+// assigned by the reader per distinct (filename, name, first_line), so callers can intern
+// (code id, line) pairs cheaply on the sampling path.
+struct CodeInfo {
+  uint32_t id = 0;
+  std::string filename;  // co_filename
+  std::string name;      // co_qualname on 3.11+, co_name before
+  int32_t first_line = 0;  // co_firstlineno (cProfile/pstats key)
+};
+
+struct Frame {
+  uint32_t code_id = 0;  // CodeInfo::id
+  int32_t line = 0;      // line being executed (first_line when unknown)
+};
+
+struct ThreadStack {
+  uint64_t python_thread_id = 0;  // threading.get_ident() (pthread_t)
+  int32_t native_tid = 0;         // kernel TID; 0 when it could not be determined
+  bool on_cpu = false;            // /proc/PID/task/TID/stat state 'R', read before any pause
+  bool holds_gil = false;
+  std::vector<Frame> frames;      // leaf (innermost) first
+};
+
+struct SampleOptions {
+  bool blocking = false;  // pause the threads that have a PyThreadState while reading
+};
+
+// Counters a caller reports as sampling health.
+struct ReadStats {
+  uint64_t thread_samples = 0;
+  uint64_t invalid = 0;  // torn or spliced chains, failed reads: dropped, not returned
+};
+
+class PythonProcess {
+ public:
+  virtual ~PythonProcess() = default;
+
+  // Find the interpreter in `pid` (libpython or the executable, symbols or .PyRuntime,
+  // version from memory/binary). Fails with not_python when `pid` is not CPython, unsupported
+  // for versions sprof cannot read (naming the supported ones), permission with remedies when
+  // the OS refuses. The caller retries during interpreter start-up.
+  static Result<std::unique_ptr<PythonProcess>> attach(pid_t pid);
+
+  virtual pid_t pid() const = 0;
+  virtual const PythonVersion& version() const = 0;
+
+  // Read every Python thread's stack once. Invalid stacks are dropped and counted in stats.
+  // Fails (io) when the process has gone away.
+  virtual Status sample(const SampleOptions& options, std::vector<ThreadStack>& out,
+                        ReadStats& stats) = 0;
+
+  // The code object behind a Frame::code_id returned by sample().
+  virtual const CodeInfo& code(uint32_t code_id) const = 0;
+
+  // Thread name from threading._active (slow: call when a new thread appears, not per sample).
+  virtual std::optional<std::string> thread_name(uint64_t python_thread_id) = 0;
+};
+
+}  // namespace sprof::pyframes
