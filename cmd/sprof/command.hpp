@@ -35,5 +35,6 @@ void add_all_commands(CLI::App& app, CommandList& commands);
 
 void add_record(CLI::App& app, CommandList& commands);
 void add_export(CLI::App& app, CommandList& commands);
+void add_dump(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

@@ -6,6 +6,7 @@ namespace sprof::cli {
 void add_all_commands(CLI::App& app, CommandList& commands) {
   add_record(app, commands);
   add_export(app, commands);
+  add_dump(app, commands);
 }
 
 }  // namespace sprof::cli
