@@ -53,6 +53,8 @@ Status ProcessSampler::sample(int64_t now_ns, int64_t fallback_weight_ns, const 
   last_sample_ns_ = now_ns;
   log_->begin_tick(now_ns, weight);
   for (const pyframes::ThreadStack& thread : stacks_) {
+    // A thread state not yet bound to an OS thread (threading.Thread.start() in progress).
+    if (thread.python_thread_id == 0) continue;
     uint64_t key = thread_key(thread.python_thread_id, thread.native_tid);
     auto it = threads_.find(key);
     if (it == threads_.end()) {
