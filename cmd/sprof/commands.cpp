@@ -3,7 +3,8 @@
 namespace sprof::cli {
 
 // Registration order is the order --help lists them in.
-void add_all_commands(CLI::App& /*app*/, CommandList& /*commands*/) {
+void add_all_commands(CLI::App& app, CommandList& commands) {
+  add_rules(app, commands);
 }
 
 }  // namespace sprof::cli
