@@ -2,7 +2,9 @@
 // does, without sampling) and prints what came back as JSON: the markers, the parser's problems
 // and the step timeline. Test-only: the integration tests and scripts/bench-markers drive it.
 //
-//   sprof_marker_probe [--dir DIR] [--no-torch] [--no-inject] [--markers-only] -- COMMAND [ARGS...]
+//   sprof_marker_probe [--dir DIR] [--json FILE] [--no-torch] [--no-inject] [--markers-only]
+//                      -- COMMAND [ARGS...]
+// The JSON goes to FILE (default: stdout, which the command shares).
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -158,8 +160,8 @@ json process_json(const ProcessTimeline& p) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: sprof_marker_probe [--dir DIR] [--no-torch] [--no-inject] [--markers-only] "
-               "-- COMMAND [ARGS...]\n");
+               "usage: sprof_marker_probe [--dir DIR] [--json FILE] [--no-torch] [--no-inject] "
+               "[--markers-only] -- COMMAND [ARGS...]\n");
   return 2;
 }
 
@@ -167,6 +169,7 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::filesystem::path dir;
+  std::string json_path;
   PrepareOptions options;
   bool inject = true;
   bool markers_only = false;
@@ -179,6 +182,8 @@ int main(int argc, char** argv) {
     }
     if (arg == "--dir" && i + 1 < argc) {
       dir = argv[++i];
+    } else if (arg == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
     } else if (arg == "--no-torch") {
       options.torch = false;
     } else if (arg == "--no-inject") {
@@ -274,7 +279,13 @@ int main(int argc, char** argv) {
     for (const ProcessTimeline& p : builder.build().processes) processes.push_back(process_json(p));
     out["processes"] = processes;
   }
-  std::printf("%s\n", out.dump().c_str());
+  FILE* json_out = json_path.empty() ? stdout : std::fopen(json_path.c_str(), "w");
+  if (!json_out) {
+    std::perror(json_path.c_str());
+    return 1;
+  }
+  std::fprintf(json_out, "%s\n", out.dump().c_str());
+  if (json_out != stdout) std::fclose(json_out);
   if (own_dir) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);

@@ -9,6 +9,10 @@
 import os
 import sys
 
+# Python 2 empties a module's globals when the module object dies, and replacing
+# sys.modules["sitecustomize"] with the user's module drops the last reference to this one.
+_sprof_module = sys.modules.get(__name__)
+
 
 def _sprof_here():
     return os.path.dirname(os.path.abspath(__file__))

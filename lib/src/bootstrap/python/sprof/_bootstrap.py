@@ -24,7 +24,7 @@ def activate():
         return
     _activated = True
     env = os.environ
-    problem = ch.open_channel(env)
+    problem = ch.open_channel(env, lambda: _impl.hello_line(b"start"))
     if problem is not None:
         ch.warn_once("channel", "markers disabled: cannot open the marker channel (%s)" % problem)
         return
@@ -32,7 +32,6 @@ def activate():
     package = sys.modules.get(__package__)
     if package is not None:
         package._rt = _impl
-    _impl.hello(b"start")
     atexit.register(_at_exit)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     if env.get("SPROF_TORCH", "1") != "0":

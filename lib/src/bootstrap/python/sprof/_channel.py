@@ -137,13 +137,24 @@ def _move_high(f):
     return f
 
 
-def open_channel(environ):
-    """Open the channel named by SPROF_MARKER_FD / SPROF_MARKER_INODE / SPROF_MARKER_PATH.
+def _sigpipe_ignored():
+    try:
+        import signal
+        return signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    except Exception:
+        return False
+
+
+def open_channel(environ, first_line):
+    """Open the channel named by SPROF_MARKER_FD / SPROF_MARKER_INODE / SPROF_MARKER_PATH and
+    write first_line() (the hello) to it.
 
     We re-open the pipe through /proc instead of writing to the inherited fd: our own
     description can be non-blocking and close-on-exec without touching the inherited one, and a
-    second, read-only open gives this process a reader of its own, so a dead recorder can fill
-    the pipe (we then drop markers) but never raise SIGPIPE in a program that restored SIG_DFL.
+    second, read-only open (the guard) gives this process a reader of its own, so a dead
+    recorder can fill the pipe (we then drop markers) but never raise SIGPIPE in a program that
+    restores SIG_DFL. The hello goes out before the guard exists: while SIGPIPE is still
+    ignored (Python ignores it at startup), a recorder that is already gone shows as EPIPE.
     Returns None on success, else the reason the channel is off."""
     global fd, _guard_fd, pid
     inode_s = environ.get("SPROF_MARKER_INODE", "")
@@ -166,6 +177,12 @@ def open_channel(environ):
             w = os.open(source, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
                 _verify(w, inode)
+                pid = os.getpid()
+                if _sigpipe_ignored():
+                    _write(w, first_line())
+                    first = None
+                else:
+                    first = first_line()
                 g = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             except BaseException:
                 os.close(w)
@@ -175,7 +192,8 @@ def open_channel(environ):
             continue
         fd = _move_high(w)
         _guard_fd = _move_high(g)
-        pid = os.getpid()
+        if first is not None:
+            send(first)
         return None
     return "; ".join(reasons) or "no SPROF_MARKER_FD or SPROF_MARKER_PATH"
 

@@ -42,10 +42,14 @@ def reset_steps():
     forward_done = paused = explicit = False
 
 
-def hello(reason):
-    send(b"hello %d %d %d %d %d %s %s %s\n" % (
+def hello_line(reason):
+    return b"hello %d %d %d %d %d %s %s %s\n" % (
         mono(), ch.pid, tid(), ch.PROTOCOL_VERSION, os.getppid(), reason,
-        ch.esc("%d.%d.%d" % sys.version_info[:3]), ch.esc(sys.executable or "-", 1000)))
+        ch.esc("%d.%d.%d" % sys.version_info[:3]), ch.esc(sys.executable or "-", 1000))
+
+
+def hello(reason):
+    send(hello_line(reason))
 
 
 def set_mode(m, t=None):
