@@ -55,8 +55,10 @@ TEST_CASE("pstats: reads what cProfile and profile write under every installed C
 }
 
 TEST_CASE("pstats: smdebug's real python_stats files load", "[pstats]") {
-  fs::path root = fs::path("/work/shared/smdebug-fixtures/cprofile_python_stats");
-  if (!fs::exists(root)) root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
+  // Real files from awslabs/sagemaker-debugger's tests (Python 3.7 cProfile, TensorFlow job):
+  // vendored under tests/fixtures/smdebug when the repository has them, else the team's copy.
+  fs::path root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
+  if (!fs::exists(root)) root = "/work/shared/smdebug-fixtures/cprofile_python_stats";
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& dir : fs::directory_iterator(root, ec)) {
