@@ -2,6 +2,9 @@
 // cProfile and profile under every installed CPython, checked against what that CPython's own
 // pstats makes of them.
 
+#include <optional>
+#include <thread>
+
 #include <catch2/catch.hpp>
 
 #include "pstats_support.hpp"
@@ -184,6 +187,26 @@ TEST_CASE("pstats: add equals pstats.Stats.add", "[pstats]") {
     check_matches_python(by_table, expected);
     check_matches_python(by_file, expected);
     CHECK(identical(by_table, by_file));
+  }
+  SECTION("files parsed on several threads, then added in order") {
+    std::vector<std::optional<sprof::Result<sprof::store::ParsedPstats>>> parsed(files.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (size_t i = t; i < files.size(); i += 3) {
+          parsed[i] = sprof::store::read_pstats_parsed(files[i]);
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    StatsTable table = must_read(files[0]);
+    for (size_t i = 1; i < files.size(); ++i) {
+      REQUIRE(parsed[i].has_value());
+      REQUIRE(parsed[i]->ok());
+      CHECK((*parsed[i])->size() == must_read(files[i]).size());
+      table.add(parsed[i]->value());
+    }
+    check_matches_python(table, python_pstats(python, "add_each", files));
   }
   SECTION("starting from an empty Stats()") {
     StatsTable table;
