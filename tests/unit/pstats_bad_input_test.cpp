@@ -142,6 +142,22 @@ TEST_CASE("pstats: a truncated file is an error at every length", "[pstats][bad-
   }
 }
 
+TEST_CASE("pstats: the parse-then-add path reports the same errors", "[pstats][bad-input]") {
+  Bytes b;
+  b.code('{').key("f.py", 1, "f").plain_value(1, 1, 0.5, 0.5);  // no end marker
+  auto parsed = sprof::store::parse_pstats_owned(b.s, "owned.pstats");
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(parsed.error().message == error_of(b.s, "owned.pstats"));
+  StatsTable table;
+  auto status = table.add_bytes(b.s, "owned.pstats");
+  REQUIRE_FALSE(status.ok());
+  CHECK(table.empty());
+  TempDir dir;
+  auto missing = sprof::store::read_pstats_parsed(dir.path() / "missing");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::bad_input);
+}
+
 TEST_CASE("pstats: trailing data after the dict is an error", "[pstats][bad-input]") {
   Bytes b;
   b.code('{').key("f.py", 1, "f").plain_value(1, 1, 0.5, 0.5).code('0');

@@ -53,6 +53,36 @@ Status StatsTable::add_file(const std::filesystem::path& path) {
   return add_bytes(bytes, path.string());
 }
 
+struct ParsedPstats::Data {
+  std::string bytes;  // never moves: Data lives on the heap
+  ParsedStats parsed;
+};
+
+ParsedPstats::ParsedPstats() = default;
+ParsedPstats::~ParsedPstats() = default;
+ParsedPstats::ParsedPstats(ParsedPstats&&) noexcept = default;
+ParsedPstats& ParsedPstats::operator=(ParsedPstats&&) noexcept = default;
+
+size_t ParsedPstats::size() const { return data_ ? data_->parsed.functions.size() : 0; }
+
+Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& source) {
+  ParsedPstats result;
+  result.data_ = std::make_unique<ParsedPstats::Data>();
+  result.data_->bytes = std::move(bytes);
+  SPROF_TRY_STATUS(parse_pstats_view(result.data_->bytes, source, result.data_->parsed));
+  return result;
+}
+
+Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path) {
+  std::string bytes;
+  SPROF_TRY_STATUS(read_file_bytes(path, bytes));
+  return parse_pstats_owned(std::move(bytes), path.string());
+}
+
+void StatsTable::add(const ParsedPstats& parsed) {
+  if (parsed.data_) StatsTableAccess::merge(*this, parsed.data_->parsed, /*fresh=*/false);
+}
+
 namespace {
 
 Status check_text(std::string_view text, const FunctionKey& key, const char* part) {
