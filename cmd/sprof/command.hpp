@@ -33,4 +33,14 @@ const GlobalOptions& global_options();
 // commands.cpp: the one list of subcommands.
 void add_all_commands(CLI::App& app, CommandList& commands);
 
+// One per subcommand file.
+void add_list_stats(CLI::App& app, CommandList& commands);
+void add_nodes(CLI::App& app, CommandList& commands);
+void add_fetch_by_step(CLI::App& app, CommandList& commands);
+void add_fetch_by_time(CLI::App& app, CommandList& commands);
+void add_between_modes(CLI::App& app, CommandList& commands);
+void add_pre_step_zero(CLI::App& app, CommandList& commands);
+void add_post_hook_close(CLI::App& app, CommandList& commands);
+void add_by_phase(CLI::App& app, CommandList& commands);
+
 }  // namespace sprof::cli
