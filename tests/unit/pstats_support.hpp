@@ -3,13 +3,17 @@
 // test run, and the comparison of a StatsTable with what Python's pstats reports (as JSON from
 // tests/unit/pstats/pstats_json.py).
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -103,33 +107,57 @@ class TempDir {
   fs::path path_;
 };
 
-// Real profiles, generated once per run: for each interpreter and variant 0..2, the files
-// <label>-v<variant>.cprofile / .stats / .profile written by tests/unit/pstats/workload.py.
+// Real profiles written by tests/unit/pstats/workload.py under each interpreter, variants
+// 0..2: <label>-v<variant>.cprofile / .stats / .profile. Generated at test time into the build
+// tree, once for all the test processes ctest starts (under a lock), and again whenever the
+// workload script changes.
 struct Workloads {
-  TempDir dir;
+  fs::path dir;
   std::vector<Interpreter> made;  // interpreters whose workload ran
   fs::path file(const std::string& label, int variant, const std::string& kind) const {
-    return dir.path() / fmt::format("{}-v{}.{}", label, variant, kind);
+    return dir / fmt::format("{}-v{}.{}", label, variant, kind);
   }
 };
 
 inline const Workloads& workloads() {
-  static Workloads w;
-  static bool made = [] {
-    for (const Interpreter& interpreter : interpreters()) {
-      bool ok = true;
-      for (int variant = 0; variant < 3 && ok; ++variant) {
-        fs::path prefix = w.dir.path() / fmt::format("{}-v{}", interpreter.label, variant);
-        ok = run(fmt::format("{} {} {} {}", quote(interpreter.path),
-                             quote((script_dir() / "workload.py").string()), variant,
-                             quote(prefix.string())))
-                 .status == 0;
+  static const Workloads w = [] {
+    Workloads w;
+    w.dir = fs::path(SPROF_BINARY_DIR) / "test-data/pstats-workloads";
+    fs::create_directories(w.dir);
+    int lock = ::open((w.dir.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    REQUIRE(lock >= 0);
+    ::flock(lock, LOCK_EX);
+    fs::path script = script_dir() / "workload.py";
+    fs::path stamp = w.dir / "made";
+    std::error_code ec;
+    bool fresh = fs::exists(stamp) && fs::last_write_time(stamp, ec) > fs::last_write_time(script);
+    if (!fresh) {
+      std::string labels;
+      for (const Interpreter& interpreter : interpreters()) {
+        bool ok = true;
+        for (int variant = 0; variant < 3 && ok; ++variant) {
+          fs::path prefix = w.dir / fmt::format("{}-v{}", interpreter.label, variant);
+          ok = run(fmt::format("{} {} {} {}", quote(interpreter.path), quote(script.string()),
+                               variant, quote(prefix.string())))
+                   .status == 0;
+        }
+        if (ok) labels += interpreter.label + "\n";
       }
-      if (ok) w.made.push_back(interpreter);
+      FILE* f = std::fopen(stamp.c_str(), "w");
+      REQUIRE(f != nullptr);
+      std::fputs(labels.c_str(), f);
+      std::fclose(f);
     }
-    return true;
+    ::close(lock);  // releases the flock
+    std::ifstream in(stamp);
+    std::string label;
+    while (std::getline(in, label)) {
+      for (const Interpreter& interpreter : interpreters()) {
+        if (interpreter.label == label) w.made.push_back(interpreter);
+      }
+    }
+    return w;
   }();
-  (void)made;
   return w;
 }
 

@@ -61,6 +61,8 @@ class HashSlots {
   static constexpr uint32_t npos = UINT32_MAX;
 
   void clear() { slots_.clear(); count_ = 0; }
+  // Empty, sized for `expected` keys, reusing the memory it has.
+  void reset(size_t expected);
   size_t size() const { return count_; }
   void reserve(size_t n);
   // The position whose key `equal(position)` accepts among those stored under `hash`, or npos.

@@ -4,6 +4,7 @@
 // position has a fixed expected type, nesting is bounded (depth 5) and no length read from the
 // file sizes an allocation before the bytes behind it are known to exist.
 
+#include <algorithm>
 #include <new>
 
 #include <fmt/format.h>
@@ -42,13 +43,16 @@ enum class SlotKind : uint8_t { pending, str, integer, real, key, caller_value, 
 
 struct Slot {
   SlotKind kind = SlotKind::pending;
-  StrValue str;
-  int64_t integer = 0;
-  double real = 0.0;
-  KeyView key;
-  CallerStats caller;
-  FunctionValue function;
-  DictValue dict;
+  union {  // which member is set follows `kind`
+    StrValue str;
+    int64_t integer;
+    double real;
+    KeyView key;
+    CallerStats caller;
+    FunctionValue function;
+    DictValue dict;
+  };
+  Slot() : integer(0) {}
 };
 
 const char* describe(SlotKind kind) {
@@ -68,12 +72,28 @@ const char* describe(SlotKind kind) {
 // Callers dicts this long get a hash index for duplicate-key detection instead of a scan.
 constexpr uint32_t kLinearScanLimit = 8;
 
+// The parser's working memory, kept per thread so that reading thousands of files reuses it.
+struct ParserBuffers {
+  std::vector<Slot> slots;
+  detail::HashSlots function_slots;
+  detail::HashSlots dict_slots;
+  size_t last_function_count = 0;
+};
+
 class Parser {
  public:
-  Parser(std::string_view bytes, ParsedStats& out)
-      : r_(bytes), out_(out), budget_(kBaseBudget + kBudgetPerByte * bytes.size()) {}
+  Parser(std::string_view bytes, ParsedStats& out, ParserBuffers& buffers)
+      : r_(bytes),
+        out_(&out),
+        slots_(buffers.slots),
+        function_slots_(buffers.function_slots),
+        dict_slots_(buffers.dict_slots),
+        last_function_count_(buffers.last_function_count),
+        budget_(kBaseBudget + kBudgetPerByte * bytes.size()) {}
 
   void run() {
+    slots_.clear();
+    function_slots_.reset(std::min<size_t>(last_function_count_, size_t{1} << 16));
     if (r_.size() == 0) r_.fail(0, "empty file (0 bytes); a pstats file is a marshalled dict");
     size_t start = r_.offset();
     uint8_t code = r_.code("the stats dict");
@@ -95,7 +115,7 @@ class Parser {
       charge(entry_start, key_cost(key) + value.callers.cost);
       store_function(key, value);
     }
-    if (out_.functions.empty()) {
+    if (out_->functions.empty()) {
       r_.fail(start, "the stats dict is empty (pstats refuses to load an empty profile)");
     }
     if (!r_.at_end()) {
@@ -103,8 +123,9 @@ class Parser {
                                        r_.remaining()));
     }
     double total = 0.0;
-    for (const FunctionView& f : out_.functions) total += f.tt;
-    out_.total_tt = total;
+    for (const FunctionView& f : out_->functions) total += f.tt;
+    out_->total_tt = total;
+    last_function_count_ = out_->functions.size();
   }
 
  private:
@@ -199,7 +220,7 @@ class Parser {
   // marshal reads its ASCII types as Latin-1; pure ASCII (always, from CPython) stays in place.
   std::string_view ascii_text(std::string_view raw) {
     if (marshal::is_ascii(raw)) return raw;
-    std::string& owned = out_.owned_strings.emplace_back();
+    std::string& owned = out_->owned_strings.emplace_back();
     marshal::append_latin1_as_utf8(raw, owned);
     return owned;
   }
@@ -367,8 +388,7 @@ class Parser {
     }
     uint32_t slot = reserve_slot(code);
     DictValue dict;
-    dict.begin = static_cast<uint32_t>(out_.callers.size());
-    dict_slots_.clear();
+    dict.begin = static_cast<uint32_t>(out_->callers.size());
     while (true) {
       if (r_.at_end()) {
         r_.fail(r_.offset(), fmt::format("file is truncated: the callers dict that starts at "
@@ -439,7 +459,7 @@ class Parser {
 
   // d[key] = value: a repeated key keeps its first position and takes the last value.
   void store_function(const KeyView& key, const FunctionValue& value) {
-    auto& functions = out_.functions;
+    auto& functions = out_->functions;
     uint32_t found = function_slots_.find(
         key.hash, [&](uint32_t i) { return functions[i].key.equals(key); });
     if (found == detail::HashSlots::npos) {
@@ -458,7 +478,7 @@ class Parser {
   }
 
   void store_caller(DictValue& dict, const CallerView& caller) {
-    auto& callers = out_.callers;
+    auto& callers = out_->callers;
     const CallerView* base = callers.data() + dict.begin;
     uint32_t found = detail::HashSlots::npos;
     if (dict.count <= kLinearScanLimit) {
@@ -479,6 +499,7 @@ class Parser {
     callers.push_back(caller);
     ++dict.count;
     if (dict.count == kLinearScanLimit + 1) {
+      dict_slots_.reset(4 * kLinearScanLimit);
       for (uint32_t i = 0; i < dict.count; ++i) {
         dict_slots_.insert(callers[dict.begin + i].key.hash, i);
       }
@@ -488,10 +509,11 @@ class Parser {
   }
 
   Reader r_;
-  ParsedStats& out_;
-  std::vector<Slot> slots_;
-  detail::HashSlots function_slots_;
-  detail::HashSlots dict_slots_;
+  ParsedStats* out_;
+  std::vector<Slot>& slots_;
+  detail::HashSlots& function_slots_;
+  detail::HashSlots& dict_slots_;
+  size_t& last_function_count_;
   uint64_t budget_;
   uint64_t used_ = 0;
 };
@@ -501,7 +523,8 @@ class Parser {
 Status parse_pstats_view(std::string_view bytes, const std::string& source, ParsedStats& out) {
   out.clear();
   try {
-    Parser(bytes, out).run();
+    thread_local ParserBuffers buffers;
+    Parser(bytes, out, buffers).run();
   } catch (const marshal::DecodeError& e) {
     out.clear();
     return make_error(ErrorKind::bad_input, "{}: byte {}: {}", source, e.offset, e.message);

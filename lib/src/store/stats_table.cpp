@@ -32,6 +32,11 @@ void HashSlots::reserve(size_t n) {
   if (wanted > slots_.size()) rehash(wanted);
 }
 
+void HashSlots::reset(size_t expected) {
+  slots_.assign(std::bit_ceil(std::max<size_t>(16, expected * 2)), Slot{});
+  count_ = 0;
+}
+
 void HashSlots::insert(uint64_t hash, uint32_t position) {
   if ((count_ + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
   size_t mask = slots_.size() - 1;
@@ -185,7 +190,8 @@ void StatsTable::add(const StatsTable& other) {
   }
   double total = total_tt() + other.total_tt();
   for (size_t i = 0; i < other.entries_.size(); ++i) {
-    const auto& [key, source] = other.entries_[i];
+    const FunctionKey& key = other.entries_[i].first;
+    const FunctionStats& source = other.entries_[i].second;
     uint64_t hash = other.hashes_[i];
     const detail::CallerIndex& source_index = other.caller_index_[i];
     auto source_hash = [&](size_t c) {
