@@ -35,28 +35,33 @@ TEST_CASE("pstats: reads what cProfile and profile write under every installed C
   const Workloads& w = workloads();
   REQUIRE_FALSE(w.made.empty());
   for (const Interpreter& interpreter : w.made) {
+    std::vector<fs::path> files;
     for (int variant = 0; variant < 3; ++variant) {
-      for (const char* kind : kKinds) {
-        fs::path file = w.file(interpreter.label, variant, kind);
-        INFO(interpreter.label << " " << file.filename().string());
-        StatsTable table = must_read(file);
-        check_matches_python(table, python_pstats(interpreter.path, "load", {file}));
-        if (std::string(kind) == "profile") {
-          // the profile module's callers are plain ints
-          bool any_count = false;
-          for (const auto& [key, stats] : table.entries()) {
-            for (const auto& [caller, value] : stats.callers) any_count |= value.is_count;
-          }
-          CHECK(any_count);
+      for (const char* kind : kKinds) files.push_back(w.file(interpreter.label, variant, kind));
+    }
+    auto expected = python_pstats(interpreter.path, "load_each", files);  // one process each
+    REQUIRE(expected.size() == files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      INFO(interpreter.label << " " << files[i].filename().string());
+      StatsTable table = must_read(files[i]);
+      check_matches_python(table, expected[i]);
+      if (files[i].extension() == ".profile") {
+        // the profile module's callers are plain ints
+        bool any_count = false;
+        for (const auto& [key, stats] : table.entries()) {
+          for (const auto& [caller, value] : stats.callers) any_count |= value.is_count;
         }
+        CHECK(any_count);
       }
     }
   }
 }
 
 TEST_CASE("pstats: smdebug's real python_stats files load", "[pstats]") {
-  fs::path root = fs::path("/work/shared/smdebug-fixtures/cprofile_python_stats");
-  if (!fs::exists(root)) root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
+  // Real files from awslabs/sagemaker-debugger's tests (Python 3.7 cProfile, TensorFlow job):
+  // vendored under tests/fixtures/smdebug when the repository has them, else the team's copy.
+  fs::path root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
+  if (!fs::exists(root)) root = "/work/shared/smdebug-fixtures/cprofile_python_stats";
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& dir : fs::directory_iterator(root, ec)) {
@@ -82,26 +87,31 @@ TEST_CASE("pstats: files sprof writes load in every installed CPython's pstats",
   const Workloads& w = workloads();
   REQUIRE_FALSE(w.made.empty());
   TempDir out;
+  std::vector<fs::path> written;
+  std::vector<StatsTable> tables;
   for (const Interpreter& source : w.made) {
     for (const char* kind : {"cprofile", "profile"}) {
-      StatsTable table = must_read(w.file(source.label, 2, kind));
-      fs::path written = out.path() / fmt::format("{}-{}.pstats", source.label, kind);
-      REQUIRE(write_pstats(written, table).ok());
+      tables.push_back(must_read(w.file(source.label, 2, kind)));
+      written.push_back(out.path() / fmt::format("{}-{}.pstats", source.label, kind));
+      REQUIRE(write_pstats(written.back(), tables.back()).ok());
       // sprof reads back exactly what it wrote
-      StatsTable again = must_read(written);
-      CHECK(identical(table, again));
-      for (const Interpreter& reader : w.made) {
-        INFO("written from " << source.label << " " << kind << ", read by " << reader.label);
-        check_matches_python(table, python_pstats(reader.path, "load", {written}));
-      }
+      CHECK(identical(tables.back(), must_read(written.back())));
+    }
+  }
+  // Every interpreter loads every file written from every interpreter's profile.
+  for (const Interpreter& reader : w.made) {
+    auto expected = python_pstats(reader.path, "load_each", written);
+    REQUIRE(expected.size() == written.size());
+    for (size_t i = 0; i < written.size(); ++i) {
+      INFO(written[i].filename().string() << " read by " << reader.label);
+      check_matches_python(tables[i], expected[i]);
     }
   }
   // `python -m pstats FILE` is the interactive browser: it must load the file and print it.
-  fs::path written = out.path() / fmt::format("{}-cprofile.pstats", w.made.front().label);
   for (const Interpreter& reader : w.made) {
     INFO(reader.label);
     auto result = run(fmt::format("printf 'sort cumulative\\nstats 5\\nquit\\n' | {} -m pstats {}",
-                                  quote(reader.path), quote(written.string())));
+                                  quote(reader.path), quote(written.front().string())));
     CHECK(result.status == 0);
     CHECK(result.out.find("function calls") != std::string::npos);
     CHECK(result.out.find("Ordered by: cumulative time") != std::string::npos);

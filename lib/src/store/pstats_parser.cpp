@@ -95,6 +95,9 @@ class Parser {
     slots_.clear();
     function_slots_.reset(std::min<size_t>(last_function_count_, size_t{1} << 16));
     if (r_.size() == 0) r_.fail(0, "empty file (0 bytes); a pstats file is a marshalled dict");
+    if (r_.size() > INT32_MAX) {  // also keeps every count and position within 32 bits
+      r_.fail(0, fmt::format("{} bytes is more than a pstats file can hold", r_.size()));
+    }
     size_t start = r_.offset();
     uint8_t code = r_.code("the stats dict");
     if ((code & ~kFlagRef) != marshal::kDict) {

@@ -233,7 +233,9 @@ void StatsTable::add(const StatsTable& other) {
 
 void StatsTableAccess::merge(StatsTable& table, const ParsedStats& parsed, bool fresh) {
   double total = fresh ? parsed.total_tt : table.total_tt() + parsed.total_tt;
-  table.reserve(table.size() + parsed.functions.size());
+  // Only a fresh table is sized up front: an exact reserve on every add would defeat the
+  // vectors' geometric growth.
+  if (fresh) table.reserve(parsed.functions.size());
   for (const FunctionView& f : parsed.functions) {
     const CallerView* callers = parsed.callers.data() + f.callers_begin;
     uint32_t position = table.index_.find(

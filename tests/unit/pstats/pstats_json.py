@@ -1,6 +1,7 @@
 """Prints what Python's own pstats makes of pstats files, as JSON (floats as repr strings).
 
 Usage: pstats_json.py load FILE            pstats.Stats(FILE)
+       pstats_json.py load_each FILE...    a list: pstats.Stats(f) for each f
        pstats_json.py add FILE MORE...     s = pstats.Stats(FILE); s.add(*MORE)
        pstats_json.py add_each FILE MORE...  s = pstats.Stats(FILE); s.add(m) for each m
        pstats_json.py empty_add FILE...    s = pstats.Stats(); s.add(f) for each f
@@ -42,6 +43,9 @@ def dump(stats):
 
 def main():
     mode, files = sys.argv[1], sys.argv[2:]
+    if mode == "load_each":
+        print(json.dumps([dump(pstats.Stats(f)) for f in files]))
+        return
     if mode == "load":
         stats = pstats.Stats(files[0])
     elif mode == "add":
