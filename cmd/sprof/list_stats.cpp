@@ -47,24 +47,23 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
       for (const auto* r : rows) text += csv_line(record_csv_fields(*r));
       break;
     case OutputFormat::table: {
-      TextTable table;
-      using A = TextTable::Align;
-      for (const char* h : {"PROFILER", "FRAMEWORK", "NODE"}) table.add_column(h);
-      for (const char* h : {"START_TIME_US", "END_TIME_US", "START_STEP", "END_STEP"}) {
-        table.add_column(h, A::right);
-      }
-      for (const char* h : {"START_MODE", "END_MODE", "START_PHASE", "END_PHASE", "PATH"}) {
-        table.add_column(h);
-      }
+      TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
+                       "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
+                       "END_PHASE", "PATH"});
       for (const auto* r : rows) {
-        table.add_row({r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
-                       float_text(r->name.end.time_us), start_step_text(r->name),
-                       end_step_text(r->name), std::string(store::to_string(r->name.start.mode)),
-                       std::string(store::to_string(r->name.end.mode)),
-                       std::string(store::to_string(r->name.start.phase)),
-                       std::string(store::to_string(r->name.end.phase)), r->path.string()});
+        std::vector<TableCell> cells;
+        for (std::string text :
+             {r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
+              float_text(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
+              std::string(store::to_string(r->name.start.mode)),
+              std::string(store::to_string(r->name.end.mode)),
+              std::string(store::to_string(r->name.start.phase)),
+              std::string(store::to_string(r->name.end.phase)), r->path.string()}) {
+          cells.push_back(TableCell{std::move(text), ""});
+        }
+        table.add_row(std::move(cells));
       }
-      text = table.render();
+      text = table.render(global_options().color_enabled, terminal_width());
       break;
     }
   }

@@ -67,18 +67,15 @@ Result<int> run_nodes(const NodesOptions& options) {
       }
       break;
     case OutputFormat::table: {
-      TextTable table;
-      using A = TextTable::Align;
-      table.add_column("NODE");
-      table.add_column("CPROFILE", A::right);
-      table.add_column("PYINSTRUMENT", A::right);
-      table.add_column("FIRST_START_US", A::right);
-      table.add_column("LAST_END_US", A::right);
+      TextTable table({"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"});
       for (const auto& [id, s] : nodes) {
-        table.add_row({id, std::to_string(s.cprofile), std::to_string(s.pyinstrument),
-                       float_text(s.first_start_us), float_text(s.last_end_us)});
+        table.add_row({{id, ""},
+                       {std::to_string(s.cprofile), ""},
+                       {std::to_string(s.pyinstrument), ""},
+                       {float_text(s.first_start_us), ""},
+                       {float_text(s.last_end_us), ""}});
       }
-      text = table.render();
+      text = table.render(global_options().color_enabled, terminal_width());
       break;
     }
   }

@@ -1,7 +1,5 @@
 #include "output_format.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "sprof/stats_dir.hpp"
@@ -45,64 +43,6 @@ void print_json(const Json& document) {
   std::fputc('\n', stdout);
 }
 
-std::string csv_line(const std::vector<std::string>& fields) {
-  std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i > 0) line += ',';
-    const std::string& f = fields[i];
-    if (f.find_first_of(",\"\r\n") == std::string::npos) {
-      line += f;
-      continue;
-    }
-    line += '"';
-    for (char c : f) {
-      if (c == '"') line += '"';
-      line += c;
-    }
-    line += '"';
-  }
-  line += '\n';
-  return line;
-}
-
 std::string float_text(double value) { return store::python_float_repr(value); }
-
-void TextTable::add_column(std::string header, Align align) {
-  headers_.push_back(std::move(header));
-  aligns_.push_back(align);
-}
-
-void TextTable::add_row(std::vector<std::string> cells) {
-  cells.resize(headers_.size());
-  rows_.push_back(std::move(cells));
-}
-
-std::string TextTable::render() const {
-  std::vector<size_t> widths(headers_.size());
-  for (size_t c = 0; c < headers_.size(); ++c) widths[c] = headers_[c].size();
-  for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::string out;
-  auto emit = [&](const std::vector<std::string>& cells) {
-    std::string line;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      bool last = c + 1 == cells.size();
-      if (c > 0) line += "  ";
-      if (aligns_[c] == Align::right) {
-        line += fmt::format("{:>{}}", cells[c], widths[c]);
-      } else if (last) {
-        line += cells[c];  // no trailing blanks
-      } else {
-        line += fmt::format("{:<{}}", cells[c], widths[c]);
-      }
-    }
-    out += line;
-    out += '\n';
-  };
-  emit(headers_);
-  for (const auto& row : rows_) emit(row);
-  return out;
-}
 
 }  // namespace sprof::cli

@@ -1,6 +1,7 @@
 #pragma once
 // What every data-printing command shares: the --format/--json options, the JSON envelope
-// (schema_version, sprof_version, stable key order), CSV quoting, and aligned text tables.
+// (schema_version, sprof_version, stable key order) and float text. Text tables and CSV lines
+// are in text_table.hpp.
 
 #include <cstdio>
 #include <string>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprof/result.hpp"
+#include "text_table.hpp"
 
 namespace sprof::cli {
 
@@ -40,25 +42,7 @@ Json json_document(std::string_view command);
 // Writes the document to stdout, indented, with a final newline.
 void print_json(const Json& document);
 
-// One CSV line (RFC 4180 quoting), newline-terminated.
-std::string csv_line(const std::vector<std::string>& fields);
-
 // Python repr() of a float, so CSV/table numbers read back to the same double.
 std::string float_text(double value);
-
-// A plain text table: columns padded to their widest cell, two spaces apart, headers first.
-class TextTable {
- public:
-  enum class Align { left, right };
-  void add_column(std::string header, Align align = Align::left);
-  void add_row(std::vector<std::string> cells);
-  size_t rows() const { return rows_.size(); }
-  std::string render() const;
-
- private:
-  std::vector<std::string> headers_;
-  std::vector<Align> aligns_;
-  std::vector<std::vector<std::string>> rows_;
-};
 
 }  // namespace sprof::cli
