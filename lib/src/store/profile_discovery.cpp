@@ -111,7 +111,7 @@ class Walker {
       }
       auto parsed = parse_stats_dir_name(child.name);
       if (!parsed.ok()) {
-        problem(child.path, fmt::format("skipping {}: not a stats directory name: {}",
+        problem(child.path, fmt::format("{} is not a stats directory name: {}",
                                         child.path.string(), parsed.error().message));
         continue;
       }
@@ -244,10 +244,10 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
   if (options.strict && !index.problems.empty()) {
     const Problem& first = index.problems.front();
     std::string more = index.problems.size() > 1
-                           ? fmt::format(" (and {} more problems)", index.problems.size() - 1)
+                           ? fmt::format("; {} more problem{}", index.problems.size() - 1,
+                                         index.problems.size() > 2 ? "s" : "")
                            : "";
-    return make_error(ErrorKind::bad_input, "{}{}; --strict makes this an error", first.message,
-                      more);
+    return make_error(ErrorKind::bad_input, "{} (an error with --strict{})", first.message, more);
   }
   if (index.records.empty()) {
     std::string why = index.problems.empty()

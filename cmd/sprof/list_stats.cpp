@@ -1,0 +1,88 @@
+// sprof list-stats: one row per stats file, with the columns of smdebug's list_profile_stats.
+
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "stats_query.hpp"
+
+namespace sprof::cli {
+namespace {
+
+struct ListStatsOptions {
+  ProfileOptions profile;
+  std::string node;      // empty: every node
+  std::string profiler;  // empty: every profiler
+  FormatOptions format;
+};
+
+Result<int> run_list_stats(const ListStatsOptions& options) {
+  SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
+  std::vector<const store::StatsRecord*> rows;
+  for (const store::StatsRecord& r : index.records) {
+    if (!options.node.empty() && r.node_id != options.node) continue;
+    if (!options.profiler.empty() && r.profiler != options.profiler) continue;
+    rows.push_back(&r);
+  }
+  if (rows.empty() && !options.node.empty()) {
+    return make_error(ErrorKind::bad_input, "node '{}' has no stats under {}; nodes: {}",
+                      options.node, options.profile.profile_dir,
+                      fmt::join(store::node_ids(index), ", "));
+  }
+
+  std::string text;
+  switch (options.format.resolved()) {
+    case OutputFormat::json: {
+      Json doc = json_document("list-stats");
+      doc["profile_dir"] = options.profile.profile_dir;
+      doc["layout_level"] = store::to_string(index.level);
+      Json stats = Json::array();
+      for (const auto* r : rows) stats.push_back(record_json(*r));
+      doc["stats"] = std::move(stats);
+      doc["warnings"] = problems_json(index.problems);
+      print_json(doc);
+      return 0;
+    }
+    case OutputFormat::csv:
+      text = csv_line(record_csv_header());
+      for (const auto* r : rows) text += csv_line(record_csv_fields(*r));
+      break;
+    case OutputFormat::table: {
+      TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
+                       "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
+                       "END_PHASE", "PATH"});
+      for (const auto* r : rows) {
+        std::vector<TableCell> cells;
+        for (std::string text :
+             {r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
+              float_text(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
+              std::string(store::to_string(r->name.start.mode)),
+              std::string(store::to_string(r->name.end.mode)),
+              std::string(store::to_string(r->name.start.phase)),
+              std::string(store::to_string(r->name.end.phase)), r->path.string()}) {
+          cells.push_back(TableCell{std::move(text), ""});
+        }
+        table.add_row(std::move(cells));
+      }
+      text = table.render(global_options().color_enabled, terminal_width());
+      break;
+    }
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_list_stats(CLI::App& app, CommandList& commands) {
+  auto options = std::make_shared<ListStatsOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "list-stats", "List the python profiling stats files of a profile directory, one row each");
+  add_profile_options(sub, options->profile);
+  sub->add_option("--node", options->node, "Only this node's stats (default: every node)");
+  sub->add_option("--profiler", options->profiler, "Only cprofile or pyinstrument stats")
+      ->check(CLI::IsMember({store::kCprofileName, store::kPyinstrumentName}));
+  add_format_options(sub, options->format);
+  commands.push_back(Command{sub, [options] { return run_list_stats(*options); }});
+}
+
+}  // namespace sprof::cli

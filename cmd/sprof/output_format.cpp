@@ -1,0 +1,48 @@
+#include "output_format.hpp"
+
+#include <fmt/format.h>
+
+#include "sprof/stats_dir.hpp"
+#include "sprof/version.hpp"
+
+namespace sprof::cli {
+
+OutputFormat FormatOptions::resolved() const {
+  if (json) return OutputFormat::json;
+  if (format == "json") return OutputFormat::json;
+  if (format == "csv") return OutputFormat::csv;
+  return OutputFormat::table;
+}
+
+bool FormatOptions::given() const {
+  return (format_option != nullptr && format_option->count() > 0) ||
+         (json_option != nullptr && json_option->count() > 0);
+}
+
+void add_format_options(CLI::App* app, FormatOptions& options) {
+  options.format_option =
+      app->add_option("-f,--format", options.format, "Output format: table, json or csv")
+          ->check(CLI::IsMember({"table", "json", "csv"}))
+          ->capture_default_str();
+  options.json_option = app->add_flag("--json", options.json, "Short for --format json");
+  options.json_option->excludes(options.format_option);
+}
+
+Json json_document(std::string_view command) {
+  Json doc;
+  doc["schema_version"] = kJsonSchemaVersion;
+  doc["sprof_version"] = kVersion;
+  doc["command"] = command;
+  return doc;
+}
+
+void print_json(const Json& document) {
+  // Invalid UTF-8 in file names must not abort the dump: replace it.
+  std::string text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+std::string float_text(double value) { return store::python_float_repr(value); }
+
+}  // namespace sprof::cli

@@ -1,0 +1,229 @@
+#include "stats_query.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "sprof/pstats.hpp"
+
+namespace sprof::cli {
+
+void add_profile_options(CLI::App* app, ProfileOptions& options) {
+  app->add_option("PROFILE_DIR", options.profile_dir,
+                  "Profile directory: the profile root, or framework/<framework>/<profiler>")
+      ->required();
+  app->add_flag("--strict", options.strict,
+                "Fail (exit 2) on any malformed name, misplaced or unreadable entry instead of "
+                "skipping it with a warning");
+}
+
+Result<store::ProfileIndex> load_profile(const ProfileOptions& options) {
+  store::DiscoverOptions discover;
+  discover.strict = options.strict;
+  SPROF_TRY(store::ProfileIndex index, store::discover_profile(options.profile_dir, discover));
+  for (const store::Problem& problem : index.problems) {
+    spdlog::warn("{} (skipped)", problem.message);
+  }
+  spdlog::debug("{}: read as a {}; {} stats files", options.profile_dir,
+                store::to_string(index.level), index.records.size());
+  return index;
+}
+
+std::string start_step_text(const store::StatsDirName& name) {
+  return name.start.step ? std::to_string(*name.start.step) : "-1";
+}
+
+std::string end_step_text(const store::StatsDirName& name) {
+  return name.end.step ? std::to_string(*name.end.step) : "inf";
+}
+
+Json record_json(const store::StatsRecord& r) {
+  Json j;
+  // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
+  // null for an end `*` (smdebug's float('inf') has no JSON spelling).
+  j["profiler_name"] = r.profiler;
+  j["framework"] = r.framework;
+  j["node_id"] = r.node_id;
+  j["start_mode"] = store::to_string(r.name.start.mode);
+  j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
+  j["start_phase"] = store::to_string(r.name.start.phase);
+  j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
+  j["end_mode"] = store::to_string(r.name.end.mode);
+  j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
+  j["end_phase"] = store::to_string(r.name.end.phase);
+  j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
+  j["stats_path"] = r.path.string();
+  j["stats_dir"] = r.dir_name;
+  j["name_format"] = store::to_string(r.name.format);
+  return j;
+}
+
+Json problems_json(const std::vector<store::Problem>& problems) {
+  Json list = Json::array();
+  for (const store::Problem& p : problems) {
+    Json j;
+    j["path"] = p.path.string();
+    j["message"] = p.message;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::vector<std::string> record_csv_header() {
+  return {"profiler_name", "framework", "node_id", "start_mode", "start_step", "start_phase",
+          "start_time_since_epoch_in_micros", "end_mode", "end_step", "end_phase",
+          "end_time_since_epoch_in_micros", "stats_path", "stats_dir", "name_format"};
+}
+
+std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
+  return {r.profiler,
+          r.framework,
+          r.node_id,
+          std::string(store::to_string(r.name.start.mode)),
+          start_step_text(r.name),
+          std::string(store::to_string(r.name.start.phase)),
+          float_text(r.name.start.time_us),
+          std::string(store::to_string(r.name.end.mode)),
+          end_step_text(r.name),
+          std::string(store::to_string(r.name.end.phase)),
+          float_text(r.name.end.time_us),
+          r.path.string(),
+          r.dir_name,
+          std::string(store::to_string(r.name.format))};
+}
+
+void add_query_options(CLI::App* app, QueryOptions& options) {
+  add_profile_options(app, options.profile);
+  app->add_option("--node", options.node,
+                  "Node id to query; 'any' is the node of the earliest cProfile stats")
+      ->capture_default_str();
+  add_function_table_options(app, options.table);
+  add_format_options(app, options.format);
+  app->add_option("-o,--output", options.output,
+                  "Also write the aggregated stats as a pstats file (python3 -m pstats FILE); "
+                  "stdout then stays empty unless --format/--json is given");
+}
+
+Result<query::Aggregate> aggregate_selection(const query::Selection& selection,
+                                             const QueryOptions& options) {
+  query::AggregateOptions agg_options;
+  agg_options.strict = options.profile.strict;
+  SPROF_TRY(query::Aggregate aggregate, query::aggregate(selection, agg_options));
+  for (const store::Problem& p : aggregate.unreadable) {
+    spdlog::warn("{} (skipped)", p.message);
+  }
+  if (!selection.empty() && aggregate.used.empty()) {
+    return make_error(ErrorKind::bad_input,
+                      "none of the {} selected stats files could be read; first: {}",
+                      selection.size(), aggregate.unreadable.front().message);
+  }
+  return aggregate;
+}
+
+void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
+                           const QueryOptions& options) {
+  Json stats = Json::array();
+  for (const store::StatsRecord* r : aggregate.used) stats.push_back(record_json(*r));
+  into["stats"] = std::move(stats);
+  into["skipped"] = problems_json(aggregate.unreadable);
+  into["total_calls"] = aggregate.total_calls;
+  into["primitive_calls"] = aggregate.primitive_calls;
+  into["total_tt"] = aggregate.total_tt;
+  into["sort"] = options.table.sort;
+  into["function_count"] = aggregate.table.size();
+  auto rows = sorted_functions(aggregate.table, parse_sort_key(options.table.sort),
+                               options.table.limit);
+  into["functions"] = functions_json(rows);
+}
+
+std::string aggregate_table(const query::Aggregate& aggregate, const QueryOptions& options) {
+  SortKey key = parse_sort_key(options.table.sort);
+  auto rows = sorted_functions(aggregate.table, key, options.table.limit);
+  StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
+  return render_function_table(rows, aggregate.table.size(), totals, key);
+}
+
+std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions& options,
+                          const std::vector<std::string>& prefix_header,
+                          const std::vector<std::string>& prefix_fields, bool header) {
+  std::string out;
+  if (header) {
+    std::vector<std::string> h = prefix_header;
+    for (auto& f : function_csv_header()) h.push_back(f);
+    out += csv_line(h);
+  }
+  auto rows = sorted_functions(aggregate.table, parse_sort_key(options.table.sort),
+                               options.table.limit);
+  for (const FunctionEntry* entry : rows) {
+    std::vector<std::string> fields = prefix_fields;
+    for (auto& f : function_csv_fields(*entry)) fields.push_back(std::move(f));
+    out += csv_line(fields);
+  }
+  return out;
+}
+
+Status write_aggregate(const std::string& path, const query::Aggregate& aggregate) {
+  if (aggregate.table.empty()) {
+    return make_error(ErrorKind::bad_input,
+                      "nothing selected, so no pstats file written to {} (pstats cannot load an "
+                      "empty stats file)",
+                      path);
+  }
+  SPROF_TRY_STATUS(store::write_pstats(path, aggregate.table));
+  spdlog::info("Wrote {} ({} functions from {} stats files)", path, aggregate.table.size(),
+               aggregate.used.size());
+  return {};
+}
+
+Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
+  SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
+  SPROF_TRY(query::NodeSelection node, query::cprofile_records_of_node(index, options.node));
+  query::Selection selection = spec.select(node.records);
+  if (selection.empty()) {
+    spdlog::warn("no cProfile stats of node {} match: {}", node.node_id, spec.description);
+    // Old-format dirs carry no mode: they read as `global`, which the default mode misses.
+    bool has_old = false;
+    for (const auto* r : node.records) has_old |= r->name.format == store::NameFormat::old;
+    if (has_old) {
+      spdlog::warn("{} holds old-format stats dirs, which sprof reads as mode global "
+                   "(try --mode global)",
+                   options.profile.profile_dir);
+    }
+  }
+  SPROF_TRY(query::Aggregate aggregate, aggregate_selection(selection, options));
+
+  if (!options.output.empty()) {
+    SPROF_TRY_STATUS(write_aggregate(options.output, aggregate));
+    if (!options.format.given()) return 0;
+  }
+
+  switch (options.format.resolved()) {
+    case OutputFormat::json: {
+      Json doc = json_document(spec.command);
+      doc["profile_dir"] = options.profile.profile_dir;
+      doc["node_id"] = node.node_id;
+      doc["query"] = spec.query;
+      doc["warnings"] = problems_json(index.problems);
+      append_aggregate_json(doc, aggregate, options);
+      print_json(doc);
+      break;
+    }
+    case OutputFormat::csv: {
+      std::string text = aggregate_csv(aggregate, options, {}, {}, true);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      break;
+    }
+    case OutputFormat::table: {
+      std::string text = fmt::format("Node {}: {} of {} cProfile stats files match {}\n",
+                                     node.node_id, aggregate.used.size(), node.records.size(),
+                                     spec.description);
+      if (!aggregate.used.empty()) text += "\n" + aggregate_table(aggregate, options);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      break;
+    }
+  }
+  return 0;
+}
+
+}  // namespace sprof::cli

@@ -1,0 +1,76 @@
+#pragma once
+// Shared by the stats-directory commands (list-stats, nodes, fetch-*, between-modes,
+// pre-step-zero, post-hook-close, by-phase): the PROFILE_DIR argument, --strict, --node,
+// loading with warnings, the JSON/CSV shape of a stats record and of an aggregate.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "function_table.hpp"
+#include "output_format.hpp"
+#include "sprof/profile.hpp"
+#include "sprof/query.hpp"
+
+namespace sprof::cli {
+
+struct ProfileOptions {
+  std::string profile_dir;
+  bool strict = false;
+};
+
+// PROFILE_DIR (positional, required) and --strict.
+void add_profile_options(CLI::App* app, ProfileOptions& options);
+
+// Discovers the stats and logs every skipped entry as a warning (an error with --strict).
+Result<store::ProfileIndex> load_profile(const ProfileOptions& options);
+
+// A stats record with smdebug's list_profile_stats keys, plus stats_dir and name_format.
+Json record_json(const store::StatsRecord& record);
+Json problems_json(const std::vector<store::Problem>& problems);
+std::vector<std::string> record_csv_header();
+std::vector<std::string> record_csv_fields(const store::StatsRecord& record);
+// smdebug's numeric steps as text: -1 for a start `*`, "inf" for an end `*`.
+std::string start_step_text(const store::StatsDirName& name);
+std::string end_step_text(const store::StatsDirName& name);
+
+// Options of every command that aggregates cProfile stats.
+struct QueryOptions {
+  ProfileOptions profile;
+  std::string node{query::kAnyNode};
+  FunctionTableOptions table;
+  FormatOptions format;
+  std::string output;  // -o FILE.pstats
+};
+void add_query_options(CLI::App* app, QueryOptions& options);
+
+// Aggregates a selection; unreadable files are warned about and skipped (errors with
+// --strict), and a selection none of whose files can be read is an error.
+Result<query::Aggregate> aggregate_selection(const query::Selection& selection,
+                                             const QueryOptions& options);
+
+// The aggregate as JSON keys appended to `into`: stats, skipped, totals, functions.
+void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
+                           const QueryOptions& options);
+// The aggregate as a pstats-style text table.
+std::string aggregate_table(const query::Aggregate& aggregate, const QueryOptions& options);
+// The aggregate's function rows as CSV (after `prefix` columns, if any).
+std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions& options,
+                          const std::vector<std::string>& prefix_header,
+                          const std::vector<std::string>& prefix_fields, bool header);
+
+// Writes the aggregate to -o as a pstats file (an error if nothing was aggregated).
+Status write_aggregate(const std::string& path, const query::Aggregate& aggregate);
+
+// A command that selects one set of a node's cProfile records and prints their aggregate.
+struct SelectionCommand {
+  std::string command;      // e.g. "fetch-by-step"
+  Json query;               // the request, echoed in JSON output
+  std::string description;  // human summary of the request, for the table header
+  std::function<query::Selection(const query::Selection&)> select;
+};
+Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec);
+
+}  // namespace sprof::cli
