@@ -79,9 +79,12 @@ class Dumper {
   }
 
  private:
-  std::string name_of(uint64_t python_thread_id) {
-    auto it = names_.find(python_thread_id);
-    if (it == names_.end()) it = names_.emplace(python_thread_id, process_.thread_name(python_thread_id)).first;
+  // Names are cached per thread: glibc reuses pthread_t values (python thread ids) for new
+  // threads, kernel TIDs are not reused that soon, so the pair identifies a thread.
+  std::string name_of(const pyframes::ThreadStack& stack) {
+    auto key = std::make_pair(stack.python_thread_id, stack.native_tid);
+    auto it = names_.find(key);
+    if (it == names_.end()) it = names_.emplace(key, process_.thread_name(stack.python_thread_id)).first;
     return it->second.value_or("");
   }
 
@@ -98,7 +101,7 @@ class Dumper {
     for (const auto& stack : stacks) {
       std::string state = stack.on_cpu ? "active" : "idle";
       if (stack.holds_gil) state += "+gil";
-      std::string name = name_of(stack.python_thread_id);
+      std::string name = name_of(stack);
       fmt::print("\nThread {:#x} (native {}) ({}){}\n", stack.python_thread_id, stack.native_tid, state,
                  name.empty() ? "" : fmt::format(": \"{}\"", name));
       if (stack.frames.empty()) fmt::print("    (no Python frames)\n");
@@ -119,7 +122,7 @@ class Dumper {
         frames.push_back({{"name", code.name}, {"file", code.filename}, {"line", frame.line},
                           {"first_line", code.first_line}});
       }
-      std::string name = name_of(stack.python_thread_id);
+      std::string name = name_of(stack);
       threads.push_back({{"python_thread_id", stack.python_thread_id},
                          {"native_tid", stack.native_tid},
                          {"name", name.empty() ? nlohmann::json(nullptr) : nlohmann::json(name)},
@@ -146,7 +149,7 @@ class Dumper {
 
   pyframes::PythonProcess& process_;
   const DumpOptions& options_;
-  std::map<uint64_t, std::optional<std::string>> names_;
+  std::map<std::pair<uint64_t, int32_t>, std::optional<std::string>> names_;
 };
 
 }  // namespace

@@ -274,11 +274,9 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     if (stack.truncated) ++stats.truncated;
     out.push_back(std::move(stack));
   }
-  if (options.blocking) {
-    std::vector<pid_t> alive;
-    for (const ThreadInfo& t : threads_) alive.push_back(t.tid);
-    tasks_.retain(alive);
-  }
+  scratch_tids_.clear();
+  for (const ThreadInfo& t : threads_) scratch_tids_.push_back(t.tid);
+  tasks_.retain(scratch_tids_);  // close the stat files of threads that ended
   return {};
 }
 
