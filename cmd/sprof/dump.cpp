@@ -38,6 +38,19 @@ std::string command_line(pid_t pid) {
   return raw;
 }
 
+// Wall and CPU time of the reading thread, to report what one sample costs.
+struct Clocks {
+  int64_t wall_ns = 0;
+  int64_t cpu_ns = 0;
+  static Clocks now() {
+    timespec wall{};
+    timespec cpu{};
+    clock_gettime(CLOCK_MONOTONIC, &wall);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return {wall.tv_sec * 1'000'000'000LL + wall.tv_nsec, cpu.tv_sec * 1'000'000'000LL + cpu.tv_nsec};
+  }
+};
+
 class Dumper {
  public:
   Dumper(pyframes::PythonProcess& process, const DumpOptions& options) : process_(process), options_(options) {}
@@ -54,7 +67,11 @@ class Dumper {
       }
       std::vector<pyframes::ThreadStack> stacks;
       pyframes::ReadStats stats;
+      Clocks before = Clocks::now();
       SPROF_TRY_STATUS(process_.sample(sample_options, stacks, stats));
+      Clocks after = Clocks::now();
+      sample_wall_us_ = (after.wall_ns - before.wall_ns) / 1000.0;
+      sample_cpu_us_ = (after.cpu_ns - before.cpu_ns) / 1000.0;
       // A one-off non-blocking dump reads again rather than print a thread's stack torn.
       for (int retry = 0; options_.count == 1 && stats.invalid > 0 && retry < 10; ++retry) {
         pyframes::ReadStats again;
@@ -143,13 +160,17 @@ class Dumper {
                            {{"thread_samples", stats.thread_samples},
                             {"invalid", stats.invalid},
                             {"retried", stats.retried},
-                            {"truncated", stats.truncated}}}};
+                            {"truncated", stats.truncated},
+                            {"sample_wall_us", sample_wall_us_},
+                            {"sample_cpu_us", sample_cpu_us_}}}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   pyframes::PythonProcess& process_;
   const DumpOptions& options_;
   std::map<std::pair<uint64_t, int32_t>, std::optional<std::string>> names_;
+  double sample_wall_us_ = 0;  // the first read of this dump (retries of a one-off dump excluded)
+  double sample_cpu_us_ = 0;
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// PythonProcess for CPython 3.7-3.13: thread enumeration, GIL holder, native thread ids,
+// PythonProcess for CPython 2.7 and 3.6-3.13: thread enumeration, GIL holder, native thread ids,
 // blocking/non-blocking reads, and attach().
 
 #include <signal.h>
@@ -29,7 +29,7 @@ namespace {
 
 constexpr size_t kMaxInterpreters = 64;
 constexpr size_t kMaxThreads = 4096;
-constexpr const char* kSupported = "3.7\u20133.13";
+constexpr const char* kSupported = "3.6\u20133.13 and 2.7";
 
 struct ThreadInfo {
   uint64_t ts_address = 0;
@@ -70,6 +70,10 @@ class CPythonProcess final : public PythonProcess {
   Status enumerate(std::vector<ThreadInfo>& threads, uint64_t& torn);
   void resolve_tids(std::vector<ThreadInfo>& threads);
   uint64_t gil_holder(uint64_t interp);
+  // Where the pointer to the newest interpreter lives: in _PyRuntime, or (2.7/3.6) interp_head.
+  uint64_t interp_head_address() const {
+    return loc_.runtime != 0 ? loc_.runtime + layout_.runtime_interpreters_head : loc_.interp_head;
+  }
 
   pid_t pid_;
   RemoteMemory mem_;
@@ -105,7 +109,7 @@ Error CPythonProcess::read_error(const char* what) const {
 Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& torn) {
   size_t used = 0;
   uint64_t interp = 0;
-  if (!mem_.read_value(loc_.runtime + layout_.runtime_interpreters_head, interp)) {
+  if (!mem_.read_value(interp_head_address(), interp)) {
     return read_error("the interpreter list");
   }
   for (size_t n = 0; interp != 0 && n < kMaxInterpreters; ++n) {
@@ -162,7 +166,7 @@ void CPythonProcess::resolve_tids(std::vector<ThreadInfo>& threads) {
 uint64_t CPythonProcess::gil_holder(uint64_t interp) {
   if (layout_.gil_model == GilModel::runtime_tstate_current) {
     uint64_t holder = 0;
-    mem_.read_value(loc_.runtime + layout_.runtime_tstate_current, holder);
+    mem_.read_value(loc_.runtime != 0 ? loc_.runtime + layout_.runtime_tstate_current : loc_.tstate_current, holder);
     return holder;
   }
   auto it = gil_pointers_.find(interp);
@@ -299,10 +303,19 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
   RemoteMemory mem(pid);
   SPROF_TRY(RuntimeLocation loc, locate_runtime(pid, mem));
   const PythonVersion& v = loc.version;
-  if (loc.runtime == 0) return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
+  bool legacy = (v.major == 2 && v.minor == 7) || (v.major == 3 && v.minor == 6);
+  if (loc.runtime == 0 && !(legacy && loc.interp_head != 0 && loc.tstate_current != 0)) {
+    if (legacy) {
+      return make_error(ErrorKind::unsupported,
+                        "Python {}.{} in process {} has no interp_head symbol ({} is stripped); sprof reads "
+                        "{}.{} only with symbols, and {} without",
+                        v.major, v.minor, pid, loc.image, v.major, v.minor, kSupported);
+    }
+    return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
+  }
   // Reading the runtime is also the permission check (Yama, containers).
   uint64_t probe = 0;
-  if (!mem.read_value(loc.runtime, probe)) {
+  if (!mem.read_value(loc.runtime != 0 ? loc.runtime : loc.interp_head, probe)) {
     int err = mem.last_errno();
     if (err == EPERM || err == EACCES) {
       return make_error(ErrorKind::permission, "cannot read the memory of process {}: {}; {}", pid,
@@ -333,11 +346,14 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
       return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
     }
     layout = *fixed;
-    if (v.minor == 7 && v.micro > 0 && v.micro <= 3) layout.runtime_tstate_current = 1392;
+    // The runtime struct changed within 3.7; a version known only from a file name is taken as 3.7.4+.
+    if (v.major == 3 && v.minor == 7 && v.micro <= 3 && loc.version_source != "file name") {
+      layout.runtime_tstate_current = 1392;
+    }
   }
   layout.major = v.major;
   layout.objects.unicode_type = loc.unicode_type;
-  layout.objects.bytes_type = loc.bytes_type;
+  layout.objects.bytes_type = layout.objects.py2_strings ? loc.string_type : loc.bytes_type;
   spdlog::debug("pid {}: CPython {} (version from {}) in {}, _PyRuntime at {:#x}", pid, v.str(), loc.version_source,
                 loc.image, loc.runtime);
 

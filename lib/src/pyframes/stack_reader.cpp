@@ -7,6 +7,7 @@ namespace sprof::pyframes {
 namespace {
 
 constexpr size_t kChunkGuess = 16 * 1024;           // CPython's DATA_STACK_CHUNK_SIZE
+constexpr size_t kSlack = 1024;                     // frames pushed after the thread state was read
 constexpr uint64_t kMaxChunkSize = 64ull << 20;     // larger is a torn read
 constexpr size_t kMaxChunks = 256;
 constexpr uint64_t kMaxChunkBytes = 256ull << 20;
@@ -71,52 +72,68 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
     if (refcount <= 0 || refcount > (int64_t{1} << 40)) return fail("freed frame object");
     if (types_.frame != 0 && load<uint64_t>(p, 8) != types_.frame) return fail("not a frame object");
     // Callers of a running frame are executing too; a frame that is not was freed or reused.
-    if (!raw_.empty()) {
+    if (!raw_.empty() && layout_.f_state != kAbsent) {
       int8_t state = load<int8_t>(p, layout_.f_state);
       bool executing = layout_.f_state_is_executing_flag ? state == 1 : state == 0;
       if (!executing) return fail("caller frame not executing");
-    } else {
-      leaf_.assign(direct_.begin(), direct_.end());
     }
+    if (raw_.empty()) leaf_.assign(direct_.begin(), direct_.end());
     raw_.push_back({frame, load<uint64_t>(p, layout_.f_code), load<int32_t>(p, layout_.f_lasti)});
     frame = load<uint64_t>(p, layout_.f_back);
   }
   return Outcome::ok;
 }
 
-bool StackReader::copy_chunks(uint64_t chunk) {
+// Copies the thread's datastack chunks (newest first), each up to the part in use: the newest
+// up to the thread's datastack_top (plus slack for frames pushed since), older ones up to the
+// `top` they saved when the next chunk was pushed.
+bool StackReader::copy_chunks(uint64_t chunk, uint64_t top) {
   chunk_count_ = 0;
   uint64_t total = 0;
   while (chunk != 0 && chunk_count_ < kMaxChunks && total < kMaxChunkBytes) {
     if (chunk_count_ == chunks_.size()) chunks_.emplace_back();
     Chunk& c = chunks_[chunk_count_];
     c.address = chunk;
-    c.bytes.resize(kChunkGuess);
+    size_t want = kChunkGuess;
+    if (chunk_count_ == 0 && top > chunk && top - chunk < kChunkGuess - kSlack) {
+      want = std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);
+    }
+    c.bytes.resize(want);
     size_t got = mem_.read_partial(chunk, c.bytes.data(), c.bytes.size());
     if (got < layout_.chunk_data) return false;
-    uint64_t size = load<uint64_t>(c.bytes.data(), layout_.chunk_size);
-    if (size < layout_.chunk_data || size > kMaxChunkSize) return false;
-    if (size > got) {
-      if (got < kChunkGuess) return false;
-      c.bytes.resize(size);
-      if (!mem_.read(chunk + got, c.bytes.data() + got, size - got)) return false;
-    } else {
-      c.bytes.resize(size);
+    c.size = load<uint64_t>(c.bytes.data(), layout_.chunk_size);
+    if (c.size < layout_.chunk_data || c.size > kMaxChunkSize) return false;
+    c.bytes.resize(std::min<uint64_t>(got, c.size));
+    if (chunk_count_ > 0) {
+      uint64_t used = layout_.chunk_data + load<uint64_t>(c.bytes.data(), layout_.chunk_top) * 8;
+      if (used > c.size) return false;
+      if (used > c.bytes.size() && !extend(c, used)) return false;
     }
-    total += size;
+    total += c.bytes.size();
     chunk = load<uint64_t>(c.bytes.data(), layout_.chunk_previous);
     ++chunk_count_;
   }
   return true;
 }
 
+bool StackReader::extend(Chunk& c, uint64_t length) {
+  size_t old = c.bytes.size();
+  length = std::min(length, c.size);
+  if (length <= old) return true;
+  c.bytes.resize(length);
+  if (mem_.read(c.address + old, c.bytes.data() + old, length - old)) return true;
+  c.bytes.resize(old);
+  return false;
+}
+
 const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
   for (size_t i = 0; i < chunk_count_; ++i) {
-    const Chunk& c = chunks_[i];
-    if (address >= c.address + layout_.chunk_data && address + layout_.iframe_size <= c.address + c.bytes.size()) {
-      chunk_index = static_cast<int>(i);
-      return c.bytes.data() + (address - c.address);
-    }
+    Chunk& c = chunks_[i];
+    if (address < c.address + layout_.chunk_data || address + layout_.iframe_size > c.address + c.size) continue;
+    uint64_t end = address - c.address + layout_.iframe_size;
+    if (end > c.bytes.size() && !extend(c, end + kSlack)) return nullptr;
+    chunk_index = static_cast<int>(i);
+    return c.bytes.data() + (address - c.address);
   }
   chunk_index = -1;
   direct_.resize(layout_.iframe_size);
@@ -125,7 +142,9 @@ const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
 }
 
 StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts) {
-  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk))) return fail("unreadable datastack chunk");
+  // datastack_top follows datastack_chunk in PyThreadState (3.11-3.13).
+  uint64_t top = load_u64(ts, layout_.ts_datastack_chunk + 8);
+  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk), top)) return fail("unreadable datastack chunk");
   seen_.clear();
   int last_chunk = -1;
   uint64_t last_address = 0;

@@ -54,12 +54,14 @@ class StackReader {
   };
   struct Chunk {
     uint64_t address;
-    std::vector<uint8_t> bytes;
+    uint64_t size;               // the chunk's size from its header
+    std::vector<uint8_t> bytes;  // copied prefix (what the stack uses), extended on demand
   };
 
   Outcome walk_frame_objects(uint64_t frame);
   Outcome walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts);
-  bool copy_chunks(uint64_t chunk);
+  bool copy_chunks(uint64_t chunk, uint64_t top);
+  bool extend(Chunk& c, uint64_t length);
   const uint8_t* frame_bytes(uint64_t address, int& chunk_index);
   Outcome finish(uint64_t pointer_address, bool verify, ThreadStack& out);
   Outcome fail(const char* why) {

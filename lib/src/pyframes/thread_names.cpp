@@ -160,7 +160,8 @@ std::optional<uint64_t> ThreadNames::read_uint(uint64_t object) const {
 }
 
 std::optional<std::string> ThreadNames::lookup(uint64_t interp, uint64_t python_thread_id) {
-  if (layout_.interp_modules == kAbsent) return std::nullopt;
+  // Python 2 dicts and str differ throughout; names are left out there.
+  if (layout_.interp_modules == kAbsent || layout_.major != 3) return std::nullopt;
   uint64_t modules = 0;
   if (!mem_.read_value(interp + layout_.interp_modules, modules) || modules == 0) return std::nullopt;
   uint64_t threading = find_str(modules, "threading");

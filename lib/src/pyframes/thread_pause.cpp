@@ -116,35 +116,47 @@ void ThreadPauser::settle_pending(bool block) {
 
 Status ThreadPauser::pause(std::span<const pid_t> tids) {
   settle_pending(false);
+  // Interrupt every thread first and only then wait, so the threads stop in parallel and the
+  // first one paused waits for the last one the shortest time.
+  std::vector<pid_t> interrupted;
+  auto fail = [&](Error error) -> Status {
+    pending_.insert(pending_.end(), interrupted.begin(), interrupted.end());
+    settle_pending(false);
+    resume();
+    return error;
+  };
   for (pid_t tid : tids) {
     if (tid <= 0) continue;
     // Two thread states can name one TID (a finished thread's state lingers while its TID or
     // pthread is reused); a second seize of a thread we trace would fail.
     bool already = is_paused(tid);
     for (pid_t p : pending_) already = already || p == tid;
+    for (pid_t p : interrupted) already = already || p == tid;
     if (already) continue;
     if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACEEXIT)) != 0) {
       int err = errno;
       if (err == ESRCH) continue;  // exited meanwhile
       TraceBlock block = err == EPERM ? trace_block(pid_, tid) : TraceBlock{};
       if (block.exiting) continue;
-      resume();
       if (block.tracer != 0 && block.tracer != getpid()) {
-        return make_error(ErrorKind::permission,
-                          "cannot pause thread {} of process {}: it is already traced by process {} (a debugger?)",
-                          tid, pid_, block.tracer);
+        return fail(make_error(ErrorKind::permission,
+                               "cannot pause thread {} of process {}: it is already traced by process {} (a debugger?)",
+                               tid, pid_, block.tracer));
       }
       if (err == EPERM) {
-        return make_error(ErrorKind::permission, "cannot pause thread {} of process {} (ptrace: {}); {}", tid,
-                          pid_, std::strerror(err), permission_remedies(pid_));
+        return fail(make_error(ErrorKind::permission, "cannot pause thread {} of process {} (ptrace: {}); {}", tid,
+                               pid_, std::strerror(err), permission_remedies(pid_)));
       }
-      return make_error(ErrorKind::io, "cannot pause thread {} of process {} (ptrace: {})", tid, pid_,
-                        std::strerror(err));
+      return fail(make_error(ErrorKind::io, "cannot pause thread {} of process {} (ptrace: {})", tid, pid_,
+                             std::strerror(err)));
     }
     if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
       ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
       continue;
     }
+    interrupted.push_back(tid);
+  }
+  for (pid_t tid : interrupted) {
     int signal = 0;
     switch (wait_stop(tid, signal, false)) {
       case WaitResult::stopped:

@@ -2,7 +2,7 @@
 """A target for sprof's pyframes tests: threads parked at known statements.
 
 Lines the tests look for carry a "MARK:<name>" comment; the tests compute the line numbers from
-this file, so the file can change freely. Usage: python pyframes_target.py [churn|exit-soon]
+this file, so the file can change freely. Usage: python pyframes_target.py [churn|exit-soon]   (CPython 3.6+; pyframes_target27.py for 2.7)
 """
 import asyncio
 import sys
@@ -72,7 +72,8 @@ async def outer(ev):
 
 
 def run_async(ev):
-    asyncio.run(outer(ev))
+    loop = asyncio.new_event_loop()  # not asyncio.run: 3.6 has none
+    loop.run_until_complete(outer(ev))
 
 
 class Sleeper:
