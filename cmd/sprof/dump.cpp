@@ -161,6 +161,7 @@ class Dumper {
                             {"invalid", stats.invalid},
                             {"retried", stats.retried},
                             {"truncated", stats.truncated},
+                            {"remote_reads", stats.remote_reads},
                             {"sample_wall_us", sample_wall_us_},
                             {"sample_cpu_us", sample_cpu_us_}}}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

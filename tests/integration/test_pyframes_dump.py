@@ -235,7 +235,7 @@ class DumpTest(TempDirTestCase):
         proc = subprocess.run(self.run_as_nobody([os.environ["SPROF_BIN"], "dump", "--pid", str(target.proc.pid)]),
                               capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, EXIT_RUNTIME, proc.stderr)
-        for phrase in (str(target.proc.pid), "same user", "ptrace_scope", "CAP_SYS_PTRACE"):
+        for phrase in ("runs as uid 0 and sprof as uid 65534", "same user", "ptrace_scope", "CAP_SYS_PTRACE"):
             self.assertIn(phrase, proc.stderr)
 
     def test_same_user_without_root(self):

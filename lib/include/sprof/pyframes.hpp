@@ -61,6 +61,7 @@ struct ReadStats {
   uint64_t invalid = 0;  // torn or spliced chains, failed reads: dropped, not returned
   uint64_t retried = 0;  // stacks that changed under a non-blocking read and were read again
   uint64_t truncated = 0;  // stacks deeper than the frame cap (returned, innermost frames only)
+  uint64_t remote_reads = 0;  // process_vm_readv calls made (the main cost of a sample)
 };
 
 class PythonProcess {

@@ -19,11 +19,60 @@ constexpr uint8_t kOwnedByCStack = 3;  // 3.12+: entry/trampoline frames on the 
 
 }  // namespace
 
+uint64_t StackReader::leaf_pointer_address(const std::vector<uint8_t>& ts) const {
+  if (layout_.frame_model != FrameModel::cframe) return 0;
+  uint64_t cframe = load_u64(ts, layout_.ts_cframe);
+  return cframe == 0 ? 0 : cframe + layout_.cframe_current_frame;
+}
+
+uint64_t StackReader::first_chunk_address(const std::vector<uint8_t>& ts) const {
+  if (layout_.ts_datastack_chunk == kAbsent) return 0;
+  return load_u64(ts, layout_.ts_datastack_chunk);
+}
+
+size_t StackReader::frame_read_size() const {
+  return layout_.frame_model == FrameModel::frame_objects ? layout_.frame_read_size : layout_.iframe_size;
+}
+
+// A frame outside the datastack chunks: from the prefetch batch when it has this address
+// (walks usually meet them in the same order as last time), else read now.
+const uint8_t* StackReader::direct_frame(uint64_t address) {
+  size_t size = frame_read_size();
+  direct_frames_.push_back(address);
+  if (prefetch_ != nullptr) {
+    const size_t n = prefetch_->frames_read;
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (prefetch_cursor_ + k) % n;
+      if (prefetch_->frames[i] == address) {
+        prefetch_cursor_ = i + 1;
+        return prefetch_->frame_bytes.data() + i * size;
+      }
+    }
+  }
+  direct_.resize(size);
+  if (!mem_.read(address, direct_.data(), size)) return nullptr;
+  return direct_.data();
+}
+
+size_t StackReader::first_chunk_bytes(const std::vector<uint8_t>& ts) const {
+  uint64_t chunk = first_chunk_address(ts);
+  if (chunk == 0) return 0;
+  // Chunks are at least kChunkGuess bytes, so this never reads past the chunk.
+  uint64_t top = load_u64(ts, layout_.ts_datastack_chunk + 8);
+  if (top > chunk && top - chunk < kChunkGuess - kSlack) {
+    return std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);
+  }
+  return kChunkGuess;
+}
+
 StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<uint8_t>& ts, bool verify,
-                                       ThreadStack& out) {
+                                       ThreadStack& out, Prefetch* prefetch) {
   raw_.clear();
   truncated_ = false;
   reason_ = "";
+  prefetch_ = prefetch;
+  prefetch_cursor_ = 0;
+  direct_frames_.clear();
   out.frames.clear();
   out.truncated = false;
 
@@ -41,16 +90,20 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
       uint64_t cframe = load_u64(ts, layout_.ts_cframe);
       if (cframe == 0) return Outcome::ok;
       pointer_address = cframe + layout_.cframe_current_frame;
-      if (!mem_.read_value(pointer_address, leaf)) return verify ? Outcome::changed : fail("unreadable cframe");
+      if (prefetch != nullptr && prefetch->has_leaf) {
+        leaf = prefetch->leaf;
+      } else if (!mem_.read_value(pointer_address, leaf)) {
+        return verify ? Outcome::changed : fail("unreadable cframe");
+      }
       if (leaf == 0) return Outcome::ok;
-      walked = walk_interpreter_frames(leaf, ts);
+      walked = walk_interpreter_frames(leaf, ts, prefetch);
       break;
     }
     case FrameModel::current_frame:
       pointer_address = ts_address + layout_.ts_current_frame;
       leaf = load_u64(ts, layout_.ts_current_frame);
       if (leaf == 0) return Outcome::ok;
-      walked = walk_interpreter_frames(leaf, ts);
+      walked = walk_interpreter_frames(leaf, ts, prefetch);
       break;
   }
   if (walked != Outcome::ok) return walked;
@@ -59,15 +112,15 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
 
 StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
   seen_.clear();
-  direct_.resize(layout_.frame_read_size);
+  const size_t frame_size = layout_.frame_read_size;
   while (frame != 0) {
     if (raw_.size() >= kMaxFrames) {
       truncated_ = true;
       break;
     }
     if (!seen_.insert(frame).second) return fail("cycle in the frame chain");
-    if (!mem_.read(frame, direct_.data(), direct_.size())) return fail("unreadable frame");
-    const uint8_t* p = direct_.data();
+    const uint8_t* p = direct_frame(frame);
+    if (p == nullptr) return fail("unreadable frame");
     int64_t refcount = load<int64_t>(p, 0);
     if (refcount <= 0 || refcount > (int64_t{1} << 40)) return fail("freed frame object");
     if (types_.frame != 0 && load<uint64_t>(p, 8) != types_.frame) return fail("not a frame object");
@@ -77,7 +130,7 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
       bool executing = layout_.f_state_is_executing_flag ? state == 1 : state == 0;
       if (!executing) return fail("caller frame not executing");
     }
-    if (raw_.empty()) leaf_.assign(direct_.begin(), direct_.end());
+    if (raw_.empty()) leaf_.assign(p, p + frame_size);
     raw_.push_back({frame, load<uint64_t>(p, layout_.f_code), load<int32_t>(p, layout_.f_lasti)});
     frame = load<uint64_t>(p, layout_.f_back);
   }
@@ -87,7 +140,7 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
 // Copies the thread's datastack chunks (newest first), each up to the part in use: the newest
 // up to the thread's datastack_top (plus slack for frames pushed since), older ones up to the
 // `top` they saved when the next chunk was pushed.
-bool StackReader::copy_chunks(uint64_t chunk, uint64_t top) {
+bool StackReader::copy_chunks(uint64_t chunk, uint64_t top, Prefetch* prefetch) {
   chunk_count_ = 0;
   uint64_t total = 0;
   while (chunk != 0 && chunk_count_ < kMaxChunks && total < kMaxChunkBytes) {
@@ -96,10 +149,17 @@ bool StackReader::copy_chunks(uint64_t chunk, uint64_t top) {
     c.address = chunk;
     size_t want = kChunkGuess;
     if (chunk_count_ == 0 && top > chunk && top - chunk < kChunkGuess - kSlack) {
-      want = std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);
+      want = std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);  // as first_chunk_bytes()
     }
-    c.bytes.resize(want);
-    size_t got = mem_.read_partial(chunk, c.bytes.data(), c.bytes.size());
+    size_t got = 0;
+    if (chunk_count_ == 0 && prefetch != nullptr && !prefetch->chunk.empty()) {
+      c.bytes.swap(prefetch->chunk);  // read already, in the caller's batch
+      prefetch->chunk.clear();
+      got = c.bytes.size();
+    } else {
+      c.bytes.resize(want);
+      got = mem_.read_partial(chunk, c.bytes.data(), c.bytes.size());
+    }
     if (got < layout_.chunk_data) return false;
     c.size = load<uint64_t>(c.bytes.data(), layout_.chunk_size);
     if (c.size < layout_.chunk_data || c.size > kMaxChunkSize) return false;
@@ -136,15 +196,14 @@ const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
     return c.bytes.data() + (address - c.address);
   }
   chunk_index = -1;
-  direct_.resize(layout_.iframe_size);
-  if (!mem_.read(address, direct_.data(), direct_.size())) return nullptr;
-  return direct_.data();
+  return direct_frame(address);
 }
 
-StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts) {
+StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts,
+                                                          Prefetch* prefetch) {
   // datastack_top follows datastack_chunk in PyThreadState (3.11-3.13).
   uint64_t top = load_u64(ts, layout_.ts_datastack_chunk + 8);
-  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk), top)) return fail("unreadable datastack chunk");
+  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk), top, prefetch)) return fail("unreadable datastack chunk");
   seen_.clear();
   int last_chunk = -1;
   uint64_t last_address = 0;
