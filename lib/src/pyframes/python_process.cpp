@@ -425,7 +425,9 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
         }
       }
       outcome = reader_.read(t.ts_address, t.ts, !paused, stack, attempt == 0 ? &t.prefetch : nullptr);
-      if (outcome != StackReader::Outcome::changed) break;
+      // Unpaused, a stack that failed a check most likely changed under the read too: read
+      // it again rather than drop it (dropping only stacks that keep failing biases less).
+      if (outcome == StackReader::Outcome::ok) break;
     }
     ++stats.thread_samples;
     if (outcome == StackReader::Outcome::ok) {

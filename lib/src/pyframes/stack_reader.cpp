@@ -73,6 +73,7 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
   prefetch_ = prefetch;
   prefetch_cursor_ = 0;
   direct_frames_.clear();
+  chain_.clear();
   out.frames.clear();
   out.truncated = false;
 
@@ -112,7 +113,6 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
 
 StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
   seen_.clear();
-  const size_t frame_size = layout_.frame_read_size;
   while (frame != 0) {
     if (raw_.size() >= kMaxFrames) {
       truncated_ = true;
@@ -130,9 +130,11 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
       bool executing = layout_.f_state_is_executing_flag ? state == 1 : state == 0;
       if (!executing) return fail("caller frame not executing");
     }
-    if (raw_.empty()) leaf_.assign(p, p + frame_size);
-    raw_.push_back({frame, load<uint64_t>(p, layout_.f_code), load<int32_t>(p, layout_.f_lasti)});
-    frame = load<uint64_t>(p, layout_.f_back);
+    uint64_t back = load<uint64_t>(p, layout_.f_back);
+    uint64_t code = load<uint64_t>(p, layout_.f_code);
+    raw_.push_back({frame, code, load<int32_t>(p, layout_.f_lasti)});
+    chain_.push_back({frame, -1, back, code});
+    frame = back;
   }
   return Outcome::ok;
 }
@@ -207,7 +209,6 @@ StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const 
   seen_.clear();
   int last_chunk = -1;
   uint64_t last_address = 0;
-  bool leaf = true;
   while (frame != 0) {
     if (raw_.size() >= kMaxFrames) {
       truncated_ = true;
@@ -230,11 +231,8 @@ StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const 
     } else {
       return fail("frame with an impossible owner");
     }
-    if (leaf) {
-      leaf_.assign(p, p + layout_.iframe_size);
-      leaf = false;
-    }
     uint64_t previous = load<uint64_t>(p, layout_.if_previous);
+    chain_.push_back({frame, chunk_index, previous, load<uint64_t>(p, layout_.if_code)});
     if (owner != kOwnedByCStack) {
       uint64_t code = load<uint64_t>(p, layout_.if_code);
       if (layout_.minor >= 14) code &= ~uint64_t{3};  // tagged _PyStackRef
@@ -256,35 +254,77 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
   std::sort(code_addresses_.begin(), code_addresses_.end());
   code_addresses_.erase(std::unique(code_addresses_.begin(), code_addresses_.end()), code_addresses_.end());
 
-  // One batch: the current-frame pointer and the leaf's links again (verify), then every
-  // distinct code object's header.
+  // One batch: the current-frame pointer and every chain frame's links again (verify), then
+  // every distinct code object's header.
   const bool objects = layout_.frame_model == FrameModel::frame_objects;
-  uint64_t link_a = objects ? layout_.f_back : layout_.if_previous;
-  uint64_t link_b = objects ? layout_.f_code : layout_.if_code;
-  uint64_t link_lo = std::min(link_a, link_b);
-  uint64_t link_size = std::max(link_a, link_b) + 8 - link_lo;
+  const uint64_t link_prev = objects ? layout_.f_back : layout_.if_previous;
+  const uint64_t link_code = objects ? layout_.f_code : layout_.if_code;
+  const uint64_t link_lo = std::min(link_prev, link_code);
+  const uint64_t link_size = std::max(link_prev, link_code) + 8 - link_lo;
+  const uint64_t frame_size = frame_read_size();
   uint64_t pointer_now = 0;
-  uint8_t links_now[64] = {};
-  if (link_size > sizeof(links_now)) link_size = 0;
-  uint64_t leaf_address = raw_.empty() ? 0 : raw_.front().frame;
 
   std::vector<RemoteMemory::Piece> pieces;
-  pieces.reserve(code_addresses_.size() + 2);
-  code_headers_.resize(code_addresses_.size() * layout_.code_read_size);
+  pieces.reserve(code_addresses_.size() + chain_.size() + 1);
   size_t first_code = 0;
-  if (verify && leaf_address != 0) {
+  if (verify && !chain_.empty()) {
+    // Chunk frames: one piece per chunk, spanning the chain's frames in it; others one each.
+    recheck_at_.assign(chain_.size(), 0);
+    struct Span {
+      uint64_t lo = UINT64_MAX, hi = 0;
+      size_t at = 0;
+    };
+    std::vector<Span> spans(chunk_count_);
+    size_t total = 0;
+    for (const Link& l : chain_) {
+      if (l.chunk < 0) continue;
+      Span& sp = spans[static_cast<size_t>(l.chunk)];
+      sp.lo = std::min(sp.lo, l.address);
+      sp.hi = std::max(sp.hi, l.address + frame_size);
+    }
+    for (Span& sp : spans) {
+      if (sp.hi == 0) continue;
+      sp.at = total;
+      total += sp.hi - sp.lo;
+    }
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      const Link& l = chain_[i];
+      if (l.chunk >= 0) {
+        const Span& sp = spans[static_cast<size_t>(l.chunk)];
+        recheck_at_[i] = sp.at + (l.address - sp.lo) + link_lo;
+      } else {
+        recheck_at_[i] = total;
+        total += link_size;
+      }
+    }
+    recheck_.resize(total);
     pieces.push_back({pointer_address, &pointer_now, 8});
-    pieces.push_back({leaf_address + link_lo, links_now, link_size});
-    first_code = 2;
+    for (const Span& sp : spans) {
+      if (sp.hi != 0) pieces.push_back({sp.lo, recheck_.data() + sp.at, sp.hi - sp.lo});
+    }
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      if (chain_[i].chunk < 0) {
+        pieces.push_back({chain_[i].address + link_lo, recheck_.data() + recheck_at_[i], link_size});
+      }
+    }
+    first_code = pieces.size();
   }
+  code_headers_.resize(code_addresses_.size() * layout_.code_read_size);
   for (size_t i = 0; i < code_addresses_.size(); ++i) {
     pieces.push_back({code_addresses_[i], code_headers_.data() + i * layout_.code_read_size, layout_.code_read_size});
   }
   size_t got = mem_.read_batch(pieces);
-  if (got < first_code) return Outcome::changed;
+  if (got < first_code) {
+    reason_ = "stack changed during the read";
+    return Outcome::changed;
+  }
   if (first_code > 0) {
-    bool same = pointer_now == leaf_address && leaf_.size() >= link_lo + link_size &&
-                std::memcmp(links_now, leaf_.data() + link_lo, link_size) == 0;
+    bool same = pointer_now == chain_.front().address;
+    for (size_t i = 0; same && i < chain_.size(); ++i) {
+      const uint8_t* now = recheck_.data() + recheck_at_[i];
+      same = load<uint64_t>(now, link_prev - link_lo) == chain_[i].previous &&
+             load<uint64_t>(now, link_code - link_lo) == chain_[i].code;
+    }
     if (!same) {
       reason_ = "stack changed during the read";
       return Outcome::changed;

@@ -113,7 +113,16 @@ class StackReader {
   Prefetch* prefetch_ = nullptr;  // of the current read
   size_t prefetch_cursor_ = 0;
   std::vector<uint64_t> direct_frames_;
-  std::vector<uint8_t> leaf_;    // leaf frame bytes as walked (compared on re-read)
+  // Every frame of the chain as walked, to check after the walk that none of them changed.
+  struct Link {
+    uint64_t address;
+    int chunk;  // index into chunks_, -1 when read directly
+    uint64_t previous;
+    uint64_t code;
+  };
+  std::vector<Link> chain_;
+  std::vector<uint8_t> recheck_;
+  std::vector<size_t> recheck_at_;  // per chain_ entry: offset of its link fields in recheck_
   std::unordered_set<uint64_t> seen_;
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
