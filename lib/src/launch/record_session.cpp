@@ -229,6 +229,8 @@ void RecordSession::loop() {
     }
     if (now >= next_housekeeping) {
       housekeeping(now);
+      int64_t took = monotonic_ns() - now;
+      if (took > 20 * kMs) spdlog::debug("housekeeping took {:.1f} ms", double(took) / 1e6);
       next_housekeeping = now + kHousekeepingNs;
     }
     if (stop_) break;
@@ -254,7 +256,9 @@ void RecordSession::tick(int64_t now_ns) {
   }
   if (any) {
     ++ticks_;
-    tick_wall_ns_ += monotonic_ns() - now_ns;
+    int64_t took = monotonic_ns() - now_ns;
+    tick_wall_ns_ += took;
+    max_tick_ns_ = std::max(max_tick_ns_, took);
   }
 }
 
@@ -518,6 +522,7 @@ Result<RecordResult> RecordSession::finish() {
   h.behind_warnings = timer_ ? timer_->behind_events() : 0;
   h.achieved_rate_hz = end > start_ns_ ? double(ticks_) / (double(end - start_ns_) / 1e9) : 0;
   h.mean_tick_us = ticks_ > 0 ? double(tick_wall_ns_) / double(ticks_) / 1e3 : 0;
+  h.max_tick_ms = double(max_tick_ns_) / 1e6;
   h.sampler_cpu_s = cpu_seconds();
   manifest_.state = "complete";
 

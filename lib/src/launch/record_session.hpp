@@ -85,6 +85,7 @@ class RecordSession {
   int64_t next_progress_ns_ = 0;
   int64_t next_behind_warning_ns_ = 0;
   int64_t tick_wall_ns_ = 0;
+  int64_t max_tick_ns_ = 0;
   uint64_t ticks_ = 0;
   uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;
