@@ -50,6 +50,7 @@ def train(epochs, workers, batch_size, size, features, hidden):
     model = Regressor(features, hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.MSELoss()
+    began = time.perf_counter()
     for epoch in range(epochs):
         start = time.perf_counter()
         total = 0.0
@@ -61,6 +62,7 @@ def train(epochs, workers, batch_size, size, features, hidden):
             total += loss.item()
         print("epoch %d: loss %.4f (%d steps, %.2f s)" % (epoch, total / (step + 1), step + 1,
                                                        time.perf_counter() - start), flush=True)
+    print("trained in %.3f s" % (time.perf_counter() - began), flush=True)
 
 
 def main():
