@@ -36,5 +36,6 @@ void add_all_commands(CLI::App& app, CommandList& commands);
 void add_record(CLI::App& app, CommandList& commands);
 void add_export(CLI::App& app, CommandList& commands);
 void add_dump(CLI::App& app, CommandList& commands);
+void add_rules(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli
