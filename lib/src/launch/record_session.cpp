@@ -334,6 +334,7 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
   if (t.info.attach_ns == 0) t.info.attach_ns = now_ns;
   t.info.error.clear();
   t.exe = t.info.executable;
+  t.image = image_identity(t.pid);
   t.last_error.reset();
   t.sampler->attach(std::move(py), {t.pid, t.info.ppid, t.info.python_version, t.info.executable, now_ns});
   t.sampling = true;
@@ -355,6 +356,23 @@ void RecordSession::reap_child() {
       stop_sampling(*t, monotonic_ns());
     }
     child_ = 0;
+  }
+}
+
+// An exec into the same binary (a static, non-PIE python re-exec'ing itself, or a fork that
+// execs a new interpreter) can leave every address sprof reads valid, so reads keep succeeding
+// on a different program. Compare the image identity instead, and re-attach when it changed.
+void RecordSession::check_exec(int64_t now_ns) {
+  for (auto& t : tracked_) {
+    if (!t->sampling) continue;
+    std::string image = image_identity(t->pid);
+    if (image.empty() || image == t->image) continue;
+    spdlog::debug("pid {} exec'd ({}); re-attaching", t->pid, exe_of(t->pid));
+    stop_sampling(*t, now_ns);
+    t->attempts = 0;
+    t->window_start_ns = now_ns;
+    t->next_attempt_ns = now_ns;
+    try_attach(*t, now_ns);
   }
 }
 
@@ -397,6 +415,7 @@ void RecordSession::housekeeping(int64_t now_ns) {
   if (stop_) return;
 
   if (now_ns >= next_discovery_ns_) {
+    check_exec(now_ns);
     discover(now_ns);
     next_discovery_ns_ = now_ns + kDiscoveryNs;
   }

@@ -40,6 +40,7 @@ class RecordSession {
     int64_t window_start_ns = 0;
     int64_t next_attempt_ns = 0;
     std::string exe;
+    std::string image;  // image_identity() when attached: a change means it exec'd
     std::optional<Error> last_error;
     std::unique_ptr<sampler::ProcessSampler> sampler;
     store::ManifestProcess info;
@@ -53,6 +54,7 @@ class RecordSession {
   void housekeeping(int64_t now_ns);
   void reap_child();
   void discover(int64_t now_ns);
+  void check_exec(int64_t now_ns);
   void try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyframes::PythonProcess> ready = nullptr);
   void on_sample_error(Tracked& t, const Error& error, int64_t now_ns);
   void stop_sampling(Tracked& t, int64_t now_ns);
