@@ -38,6 +38,19 @@ std::string command_line(pid_t pid) {
   return raw;
 }
 
+// Wall and CPU time of the reading thread, to report what one sample costs.
+struct Clocks {
+  int64_t wall_ns = 0;
+  int64_t cpu_ns = 0;
+  static Clocks now() {
+    timespec wall{};
+    timespec cpu{};
+    clock_gettime(CLOCK_MONOTONIC, &wall);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    return {wall.tv_sec * 1'000'000'000LL + wall.tv_nsec, cpu.tv_sec * 1'000'000'000LL + cpu.tv_nsec};
+  }
+};
+
 class Dumper {
  public:
   Dumper(pyframes::PythonProcess& process, const DumpOptions& options) : process_(process), options_(options) {}
@@ -54,7 +67,11 @@ class Dumper {
       }
       std::vector<pyframes::ThreadStack> stacks;
       pyframes::ReadStats stats;
+      Clocks before = Clocks::now();
       SPROF_TRY_STATUS(process_.sample(sample_options, stacks, stats));
+      Clocks after = Clocks::now();
+      sample_wall_us_ = (after.wall_ns - before.wall_ns) / 1000.0;
+      sample_cpu_us_ = (after.cpu_ns - before.cpu_ns) / 1000.0;
       // A one-off non-blocking dump reads again rather than print a thread's stack torn.
       for (int retry = 0; options_.count == 1 && stats.invalid > 0 && retry < 10; ++retry) {
         pyframes::ReadStats again;
@@ -79,9 +96,12 @@ class Dumper {
   }
 
  private:
-  std::string name_of(uint64_t python_thread_id) {
-    auto it = names_.find(python_thread_id);
-    if (it == names_.end()) it = names_.emplace(python_thread_id, process_.thread_name(python_thread_id)).first;
+  // Names are cached per thread: glibc reuses pthread_t values (python thread ids) for new
+  // threads, kernel TIDs are not reused that soon, so the pair identifies a thread.
+  std::string name_of(const pyframes::ThreadStack& stack) {
+    auto key = std::make_pair(stack.python_thread_id, stack.native_tid);
+    auto it = names_.find(key);
+    if (it == names_.end()) it = names_.emplace(key, process_.thread_name(stack.python_thread_id)).first;
     return it->second.value_or("");
   }
 
@@ -98,7 +118,7 @@ class Dumper {
     for (const auto& stack : stacks) {
       std::string state = stack.on_cpu ? "active" : "idle";
       if (stack.holds_gil) state += "+gil";
-      std::string name = name_of(stack.python_thread_id);
+      std::string name = name_of(stack);
       fmt::print("\nThread {:#x} (native {}) ({}){}\n", stack.python_thread_id, stack.native_tid, state,
                  name.empty() ? "" : fmt::format(": \"{}\"", name));
       if (stack.frames.empty()) fmt::print("    (no Python frames)\n");
@@ -119,7 +139,7 @@ class Dumper {
         frames.push_back({{"name", code.name}, {"file", code.filename}, {"line", frame.line},
                           {"first_line", code.first_line}});
       }
-      std::string name = name_of(stack.python_thread_id);
+      std::string name = name_of(stack);
       threads.push_back({{"python_thread_id", stack.python_thread_id},
                          {"native_tid", stack.native_tid},
                          {"name", name.empty() ? nlohmann::json(nullptr) : nlohmann::json(name)},
@@ -140,13 +160,18 @@ class Dumper {
                            {{"thread_samples", stats.thread_samples},
                             {"invalid", stats.invalid},
                             {"retried", stats.retried},
-                            {"truncated", stats.truncated}}}};
+                            {"truncated", stats.truncated},
+                            {"remote_reads", stats.remote_reads},
+                            {"sample_wall_us", sample_wall_us_},
+                            {"sample_cpu_us", sample_cpu_us_}}}};
     fmt::print("{}\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   pyframes::PythonProcess& process_;
   const DumpOptions& options_;
-  std::map<uint64_t, std::optional<std::string>> names_;
+  std::map<std::pair<uint64_t, int32_t>, std::optional<std::string>> names_;
+  double sample_wall_us_ = 0;  // the first read of this dump (retries of a one-off dump excluded)
+  double sample_cpu_us_ = 0;
 };
 
 }  // namespace

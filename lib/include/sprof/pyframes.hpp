@@ -50,17 +50,18 @@ struct ThreadStack {
 
 struct SampleOptions {
   bool blocking = false;  // pause the threads that have a PyThreadState while reading
-  // Non-blocking only: how often a thread's stack is re-read when it changed during the read
-  // before it is dropped as invalid.
+  // Non-blocking only: how often a thread's stack is read again when it changed during the
+  // read or failed a consistency check, before it is dropped as invalid.
   int retries = 2;
 };
 
 // Counters a caller reports as sampling health.
 struct ReadStats {
-  uint64_t thread_samples = 0;
+  uint64_t thread_samples = 0;  // thread stacks attempted: returned + invalid
   uint64_t invalid = 0;  // torn or spliced chains, failed reads: dropped, not returned
-  uint64_t retried = 0;  // stacks that changed under a non-blocking read and were read again
+  uint64_t retried = 0;  // re-reads of stacks that changed under a non-blocking read or failed a check
   uint64_t truncated = 0;  // stacks deeper than the frame cap (returned, innermost frames only)
+  uint64_t remote_reads = 0;  // process_vm_readv calls made (the main cost of a sample)
 };
 
 class PythonProcess {
@@ -77,7 +78,9 @@ class PythonProcess {
   virtual const PythonVersion& version() const = 0;
 
   // Read every Python thread's stack once. Invalid stacks are dropped and counted in stats.
-  // Fails (io) when the process has gone away.
+  // Fails (io) when the process has gone away. The target may not have initialised its
+  // interpreter yet: then `out` is empty and the call succeeds. Blocking mode uses ptrace,
+  // which binds the paused threads to the calling thread: call sample() from one thread.
   virtual Status sample(const SampleOptions& options, std::vector<ThreadStack>& out,
                         ReadStats& stats) = 0;
 
@@ -85,6 +88,8 @@ class PythonProcess {
   virtual const CodeInfo& code(uint32_t code_id) const = 0;
 
   // Thread name from threading._active (slow: call when a new thread appears, not per sample).
+  // glibc reuses pthread_t values, so treat (python_thread_id, native_tid) as the thread's
+  // identity when caching names. Python 2 threads have no name here.
   virtual std::optional<std::string> thread_name(uint64_t python_thread_id) = 0;
 };
 

@@ -66,7 +66,7 @@ struct Layout {
   uint64_t f_back = 24;
   uint64_t f_code = 32;
   uint64_t f_lasti = 0;
-  uint64_t f_state = 0;            // f_executing (char, 1 = executing) up to 3.9,
+  uint64_t f_state = 0;            // f_executing (char, 1 = executing) up to 3.9 (absent in 2.7),
   bool f_state_is_executing_flag = true;  // f_state (signed char, 0 = executing) in 3.10
 
   // _PyInterpreterFrame (3.11+)
@@ -102,7 +102,7 @@ struct Layout {
   ObjectLayout objects;
 };
 
-// The fixed layout of a minor version without debug offsets (3.7-3.12), or nullopt.
+// The fixed layout of a version without debug offsets (2.7, 3.6-3.12), or nullopt.
 std::optional<Layout> static_layout(int major, int minor);
 
 // The layout described by a _Py_DebugOffsets block (3.13+). `bytes` starts at the cookie.

@@ -1,6 +1,6 @@
-// Fixed layouts for CPython 3.7-3.12 on x86-64 Linux (release builds with the GIL). Every value
-// was checked with offsetof/sizeof against the installed headers of 3.7.16, 3.8.18, 3.9.18,
-// 3.10.13, 3.11.7 and 3.12.1 (see ../shared/reference/sampler.md, section 2.2); Debian's
+// Fixed layouts for CPython 2.7 and 3.6-3.12 on x86-64 Linux (release builds with the GIL).
+// Every value was checked with offsetof/sizeof against the installed headers of 2.7.18, 3.6.15,
+// 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7 and 3.12.1 (see ../shared/reference/sampler.md, section 2.2); Debian's
 // 3.11.2 has the same offsets as 3.11.7.
 
 #include "pyframes/layout.hpp"
@@ -46,8 +46,51 @@ Layout interpreter_frame_era(int minor) {
 }  // namespace
 
 std::optional<Layout> static_layout(int major, int minor) {
+  if (major == 2 && minor == 7) {
+    // 2.7: no _PyRuntime (interp_head/_PyThreadState_Current globals), str is PyStringObject,
+    // no f_executing, unsigned lnotab.
+    Layout l = frame_object_era(7);
+    l.major = 2;
+    l.line_format = LineTableFormat::lnotab_unsigned;
+    l.interp_modules = 16;
+    l.interp_id = kAbsent;
+    l.ts_size = 168;
+    l.ts_next = 0;
+    l.ts_interp = 8;
+    l.ts_frame = 16;
+    l.ts_thread_id = 144;
+    l.f_lasti = 120;
+    l.f_state = kAbsent;
+    l.frame_read_size = 128;
+    l.co_firstlineno = 96;
+    l.co_filename = 80;
+    l.co_name = 88;
+    l.co_linetable = 104;
+    l.code_read_size = 128;
+    l.objects.py2_strings = true;
+    l.objects.bytes_size = 16;
+    l.objects.bytes_data = 36;
+    return l;
+  }
   if (major != 3) return std::nullopt;
   switch (minor) {
+    case 6: {
+      // 3.6: no _PyRuntime yet (interp_head/_PyThreadState_Current globals).
+      Layout l = frame_object_era(6);
+      l.interp_id = kAbsent;
+      l.interp_modules = 16;
+      l.ts_size = 2272;  // includes a 255-slot ABI padding array
+      l.ts_thread_id = 152;
+      l.f_lasti = 120;
+      l.f_state = 132;  // f_executing
+      l.frame_read_size = 136;
+      l.co_firstlineno = 36;
+      l.co_filename = 96;
+      l.co_name = 104;
+      l.co_linetable = 112;
+      l.code_read_size = 144;
+      return l;
+    }
     case 7: {
       Layout l = frame_object_era(7);
       l.runtime_interpreters_head = 24;

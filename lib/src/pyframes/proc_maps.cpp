@@ -1,6 +1,10 @@
 #include "pyframes/proc_maps.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -63,15 +67,56 @@ std::vector<MemoryMap> parse_maps(std::string_view text) {
   return maps;
 }
 
+namespace {
+
+// Effective capabilities of sprof itself (CapEff in /proc/self/status).
+bool have_sys_ptrace() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      return (caps >> 19 & 1) != 0;  // CAP_SYS_PTRACE
+    }
+  }
+  return false;
+}
+
+int yama_scope() {
+  std::ifstream in("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = -1;
+  if (!(in >> scope)) return -1;
+  return scope;
+}
+
+}  // namespace
+
 std::string permission_remedies(pid_t pid) {
+  // Say which of the usual causes applies before listing the remedies.
+  std::string cause;
+  struct stat st {};
+  uid_t me = geteuid();
+  bool ptrace_cap = have_sys_ptrace();
+  int scope = yama_scope();
+  if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0 && st.st_uid != me && !ptrace_cap) {
+    cause = fmt::format("process {} runs as uid {} and sprof as uid {}", pid, st.st_uid, me);
+  } else if (scope == 3) {
+    cause = "Yama ptrace_scope is 3: ptrace is disabled for everyone until reboot";
+  } else if (scope >= 1 && !ptrace_cap) {
+    cause = fmt::format("Yama ptrace_scope is {}: only a parent (or a process the target allowed) may read it",
+                        scope);
+  } else if (me == 0 && !ptrace_cap) {
+    cause = "sprof runs as root but without the CAP_SYS_PTRACE capability (a container?)";
+  } else {
+    cause = "the kernel refused ptrace access";
+  }
   return fmt::format(
-      "the OS refused to let sprof read process {}. Reading another process needs ptrace "
-      "access: run sprof as the same user as the target (or as root); with Yama "
-      "(/proc/sys/kernel/yama/ptrace_scope = 1) only a parent may read its children, so either "
-      "start the target under `sprof record -- CMD`, run sprof with sudo, or set ptrace_scope to "
-      "0; in a container add the CAP_SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or "
+      "cause: {}. Remedies: run sprof as the same user as the target (or as root); with Yama "
+      "(/proc/sys/kernel/yama/ptrace_scope = 1) only a parent may read its children, so start the "
+      "target under `sprof record -- CMD`, run sprof with sudo, or set ptrace_scope to 0; in a "
+      "container add the CAP_SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or "
       "securityContext.capabilities.add: [SYS_PTRACE] in Kubernetes)",
-      pid);
+      cause);
 }
 
 Result<std::vector<MemoryMap>> read_maps(pid_t pid) {

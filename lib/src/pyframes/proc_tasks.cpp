@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -108,10 +109,10 @@ pid_t ProcTasks::host_tid(pid_t target_tid) {
 }
 
 void ProcTasks::retain(const std::vector<pid_t>& alive) {
+  if (stat_fds_.size() <= alive.size()) return;  // nothing can be stale
+  std::unordered_set<pid_t> keep(alive.begin(), alive.end());
   for (auto it = stat_fds_.begin(); it != stat_fds_.end();) {
-    bool keep = false;
-    for (pid_t tid : alive) keep = keep || tid == it->first;
-    if (keep) {
+    if (keep.count(it->first) != 0) {
       ++it;
     } else {
       ::close(it->second);

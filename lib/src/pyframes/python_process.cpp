@@ -1,4 +1,4 @@
-// PythonProcess for CPython 3.7-3.13: thread enumeration, GIL holder, native thread ids,
+// PythonProcess for CPython 2.7 and 3.6-3.13: thread enumeration, GIL holder, native thread ids,
 // blocking/non-blocking reads, and attach().
 
 #include <signal.h>
@@ -29,7 +29,7 @@ namespace {
 
 constexpr size_t kMaxInterpreters = 64;
 constexpr size_t kMaxThreads = 4096;
-constexpr const char* kSupported = "3.7\u20133.13";
+constexpr const char* kSupported = "3.6\u20133.13 and 2.7";
 
 struct ThreadInfo {
   uint64_t ts_address = 0;
@@ -39,6 +39,7 @@ struct ThreadInfo {
   uint64_t pthread = 0;
   pid_t tid = 0;  // sprof's view; 0 unknown
   bool on_cpu = false;
+  StackReader::Prefetch prefetch;
 };
 
 class CPythonProcess final : public PythonProcess {
@@ -68,8 +69,14 @@ class CPythonProcess final : public PythonProcess {
  private:
   Error read_error(const char* what) const;
   Status enumerate(std::vector<ThreadInfo>& threads, uint64_t& torn);
+  bool enumerate_known(std::vector<ThreadInfo>& threads);
+  void prefetch(std::vector<ThreadInfo>& threads);
   void resolve_tids(std::vector<ThreadInfo>& threads);
   uint64_t gil_holder(uint64_t interp);
+  // Where the pointer to the newest interpreter lives: in _PyRuntime, or (2.7/3.6) interp_head.
+  uint64_t interp_head_address() const {
+    return loc_.runtime != 0 ? loc_.runtime + layout_.runtime_interpreters_head : loc_.interp_head;
+  }
 
   pid_t pid_;
   RemoteMemory mem_;
@@ -85,6 +92,22 @@ class CPythonProcess final : public PythonProcess {
   bool layout_checked_ = false;
   std::unordered_map<uint64_t, uint64_t> gil_pointers_;  // interp -> its struct _gil_runtime_state
   std::vector<ThreadInfo> threads_;
+  // The thread list as last walked (single interpreter only): next time all of it, and the GIL
+  // holder, is read in one batch and only checked against the list's links.
+  uint64_t known_interp_ = 0;
+  int64_t known_interp_id_ = 0;
+  std::vector<uint64_t> known_ts_;
+  bool known_holder_valid_ = false;
+  uint64_t known_holder_ = 0;
+  std::vector<RemoteMemory::Piece> pieces_;
+  struct PieceOwner {
+    size_t thread;
+    enum { leaf, chunk, frames } kind;
+    size_t count;  // frames: how many consecutive pieces
+  };
+  // Per thread state: the frames its last walk read one by one (prefetched next time).
+  std::unordered_map<uint64_t, std::vector<uint64_t>> direct_frames_;
+  std::vector<PieceOwner> piece_owners_;
   std::vector<pid_t> scratch_tids_;
   std::vector<uint64_t> scratch_pthreads_;
 };
@@ -103,9 +126,13 @@ Error CPythonProcess::read_error(const char* what) const {
 // Every interpreter and its thread states, each thread state copied whole. A list that breaks
 // (a thread state freed while we follow it) ends early and is counted in `torn`.
 Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& torn) {
+  if (enumerate_known(threads)) return {};
+  known_ts_.clear();
+  known_interp_ = 0;
+  size_t interpreters = 0;
   size_t used = 0;
   uint64_t interp = 0;
-  if (!mem_.read_value(loc_.runtime + layout_.runtime_interpreters_head, interp)) {
+  if (!mem_.read_value(interp_head_address(), interp)) {
     return read_error("the interpreter list");
   }
   for (size_t n = 0; interp != 0 && n < kMaxInterpreters; ++n) {
@@ -139,9 +166,136 @@ Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& tor
       ts = load_u64(t.ts, layout_.ts_next);
     }
     interp = next;
+    ++interpreters;
   }
   threads.resize(used);
+  if (direct_frames_.size() > used) {  // forget threads that ended
+    std::unordered_map<uint64_t, std::vector<uint64_t>> kept;
+    for (size_t i = 0; i < used; ++i) {
+      auto it = direct_frames_.find(threads[i].ts_address);
+      if (it != direct_frames_.end()) kept.emplace(it->first, std::move(it->second));
+    }
+    direct_frames_.swap(kept);
+  }
+  if (interpreters == 1 && torn == 0 && used > 0) {
+    known_interp_ = threads.front().interp;
+    known_interp_id_ = threads.front().interp_id;
+    for (const ThreadInfo& t : threads) known_ts_.push_back(t.ts_address);
+  }
   return {};
+}
+
+// The fast path of enumerate(): one batch reads the interpreter list head, the interpreter's
+// thread-list head and next link, every thread state known from last time and the GIL holder;
+// it counts only if every link still matches (else the list is walked again).
+bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
+  known_holder_valid_ = false;
+  if (known_interp_ == 0 || known_ts_.empty()) return false;
+  size_t n = known_ts_.size();
+  threads.resize(n);
+  uint64_t head = 0;
+  uint64_t first = 0;
+  uint64_t next = 0;
+  pieces_.clear();
+  pieces_.push_back({interp_head_address(), &head, 8});
+  pieces_.push_back({known_interp_ + layout_.interp_threads_head, &first, 8});
+  pieces_.push_back({known_interp_ + layout_.interp_next, &next, 8});
+  for (size_t i = 0; i < n; ++i) {
+    threads[i].ts.resize(layout_.ts_size);
+    pieces_.push_back({known_ts_[i], threads[i].ts.data(), layout_.ts_size});
+  }
+  uint8_t gil[32] = {};
+  bool gil_piece = false;
+  if (layout_.gil_model == GilModel::runtime_tstate_current) {
+    pieces_.push_back({loc_.runtime != 0 ? loc_.runtime + layout_.runtime_tstate_current : loc_.tstate_current,
+                       gil, 8});
+    gil_piece = true;
+  } else if (auto it = gil_pointers_.find(known_interp_); it != gil_pointers_.end()) {
+    uint64_t size = std::max(layout_.gil_last_holder + 8, layout_.gil_locked + 4);
+    if (size <= sizeof(gil)) {
+      pieces_.push_back({it->second, gil, size});
+      gil_piece = true;
+    }
+  }
+  if (mem_.read_batch(pieces_) != pieces_.size()) return false;
+  if (head != known_interp_ || next != 0 || first != known_ts_[0]) return false;
+  for (size_t i = 0; i < n; ++i) {
+    ThreadInfo& t = threads[i];
+    if (load_u64(t.ts, layout_.ts_interp) != known_interp_ ||
+        load_u64(t.ts, layout_.ts_next) != (i + 1 < n ? known_ts_[i + 1] : 0)) {
+      return false;
+    }
+    t.ts_address = known_ts_[i];
+    t.interp = known_interp_;
+    t.interp_id = known_interp_id_;
+    t.pthread = load_u64(t.ts, layout_.ts_thread_id);
+    t.tid = 0;
+    t.on_cpu = false;
+  }
+  if (gil_piece) {
+    if (layout_.gil_model == GilModel::runtime_tstate_current) {
+      known_holder_ = load<uint64_t>(gil, 0);
+    } else {
+      known_holder_ = load<int32_t>(gil, layout_.gil_locked) != 0 ? load<uint64_t>(gil, layout_.gil_last_holder) : 0;
+    }
+    known_holder_valid_ = true;
+  }
+  return true;
+}
+
+// One batch for every thread: the current-frame pointer behind the cframe (3.11/3.12) and the
+// used part of the newest datastack chunk (3.11+). A piece that cannot be read (and every one
+// after it) is simply read again by the stack reader itself.
+void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
+  pieces_.clear();
+  piece_owners_.clear();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    ThreadInfo& t = threads[i];
+    t.prefetch.has_leaf = false;
+    t.prefetch.chunk.clear();
+    t.prefetch.frames.clear();
+    t.prefetch.frames_read = 0;
+    if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
+      pieces_.push_back({at, &t.prefetch.leaf, 8});
+      piece_owners_.push_back({i, PieceOwner::leaf, 1});
+    }
+    if (size_t bytes = reader_.first_chunk_bytes(t.ts)) {
+      t.prefetch.chunk.resize(bytes);
+      pieces_.push_back({reader_.first_chunk_address(t.ts), t.prefetch.chunk.data(), bytes});
+      piece_owners_.push_back({i, PieceOwner::chunk, 1});
+    }
+  }
+  // Speculative frames last: a frame freed and unmapped since would cut the batch short.
+  const size_t frame_size = reader_.frame_read_size();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    ThreadInfo& t = threads[i];
+    auto it = direct_frames_.find(t.ts_address);
+    if (it == direct_frames_.end() || it->second.empty()) continue;
+    t.prefetch.frames = it->second;
+    t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
+    for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
+      pieces_.push_back({t.prefetch.frames[k], t.prefetch.frame_bytes.data() + k * frame_size, frame_size});
+    }
+    piece_owners_.push_back({i, PieceOwner::frames, t.prefetch.frames.size()});
+  }
+  if (pieces_.empty()) return;
+  size_t got = mem_.read_batch(pieces_);
+  size_t index = 0;
+  for (const PieceOwner& owner : piece_owners_) {
+    ThreadInfo& t = threads[owner.thread];
+    switch (owner.kind) {
+      case PieceOwner::leaf:
+        t.prefetch.has_leaf = index < got;
+        break;
+      case PieceOwner::chunk:
+        if (index >= got) t.prefetch.chunk.clear();
+        break;
+      case PieceOwner::frames:
+        t.prefetch.frames_read = index >= got ? 0 : std::min(owner.count, got - index);
+        break;
+    }
+    index += owner.count;
+  }
 }
 
 void CPythonProcess::resolve_tids(std::vector<ThreadInfo>& threads) {
@@ -162,7 +316,7 @@ void CPythonProcess::resolve_tids(std::vector<ThreadInfo>& threads) {
 uint64_t CPythonProcess::gil_holder(uint64_t interp) {
   if (layout_.gil_model == GilModel::runtime_tstate_current) {
     uint64_t holder = 0;
-    mem_.read_value(loc_.runtime + layout_.runtime_tstate_current, holder);
+    mem_.read_value(loc_.runtime != 0 ? loc_.runtime + layout_.runtime_tstate_current : loc_.tstate_current, holder);
     return holder;
   }
   auto it = gil_pointers_.find(interp);
@@ -206,6 +360,12 @@ Status CPythonProcess::check_layout() {
 
 Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadStack>& out, ReadStats& stats) {
   out.clear();
+  struct CountReads {
+    const RemoteMemory& mem;
+    ReadStats& stats;
+    uint64_t start = mem.syscalls();
+    ~CountReads() { stats.remote_reads += mem.syscalls() - start; }
+  } count_reads{mem_, stats};
   if (!layout_checked_) SPROF_TRY_STATUS(check_layout());
   uint64_t torn = 0;
   SPROF_TRY_STATUS(enumerate(threads_, torn));
@@ -241,9 +401,11 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
   stats.invalid += torn;
 
   std::unordered_map<uint64_t, uint64_t> holders;
+  if (known_holder_valid_) holders[known_interp_] = known_holder_;
   for (const ThreadInfo& t : threads_) {
     if (!holders.count(t.interp)) holders[t.interp] = gil_holder(t.interp);
   }
+  prefetch(threads_);
 
   for (ThreadInfo& t : threads_) {
     ThreadStack stack;
@@ -262,10 +424,17 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
           break;
         }
       }
-      outcome = reader_.read(t.ts_address, t.ts, !paused, stack);
-      if (outcome != StackReader::Outcome::changed) break;
+      outcome = reader_.read(t.ts_address, t.ts, !paused, stack, attempt == 0 ? &t.prefetch : nullptr);
+      // Unpaused, a stack that failed a check most likely changed under the read too: read
+      // it again rather than drop it (dropping only stacks that keep failing biases less).
+      if (outcome == StackReader::Outcome::ok) break;
     }
     ++stats.thread_samples;
+    if (outcome == StackReader::Outcome::ok) {
+      const auto& direct = reader_.direct_frames();
+      auto& cached = direct_frames_[t.ts_address];
+      cached.assign(direct.begin(), direct.begin() + static_cast<long>(std::min<size_t>(direct.size(), 1024)));
+    }
     if (outcome != StackReader::Outcome::ok) {
       ++stats.invalid;
       spdlog::trace("pid {} thread {}: stack dropped: {}", pid_, t.tid, reader_.reason());
@@ -274,11 +443,9 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     if (stack.truncated) ++stats.truncated;
     out.push_back(std::move(stack));
   }
-  if (options.blocking) {
-    std::vector<pid_t> alive;
-    for (const ThreadInfo& t : threads_) alive.push_back(t.tid);
-    tasks_.retain(alive);
-  }
+  scratch_tids_.clear();
+  for (const ThreadInfo& t : threads_) scratch_tids_.push_back(t.tid);
+  tasks_.retain(scratch_tids_);  // close the stat files of threads that ended
   return {};
 }
 
@@ -301,10 +468,19 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
   RemoteMemory mem(pid);
   SPROF_TRY(RuntimeLocation loc, locate_runtime(pid, mem));
   const PythonVersion& v = loc.version;
-  if (loc.runtime == 0) return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
+  bool legacy = (v.major == 2 && v.minor == 7) || (v.major == 3 && v.minor == 6);
+  if (loc.runtime == 0 && !(legacy && loc.interp_head != 0 && loc.tstate_current != 0)) {
+    if (legacy) {
+      return make_error(ErrorKind::unsupported,
+                        "Python {}.{} in process {} has no interp_head symbol ({} is stripped); sprof reads "
+                        "{}.{} only with symbols, and {} without",
+                        v.major, v.minor, pid, loc.image, v.major, v.minor, kSupported);
+    }
+    return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
+  }
   // Reading the runtime is also the permission check (Yama, containers).
   uint64_t probe = 0;
-  if (!mem.read_value(loc.runtime, probe)) {
+  if (!mem.read_value(loc.runtime != 0 ? loc.runtime : loc.interp_head, probe)) {
     int err = mem.last_errno();
     if (err == EPERM || err == EACCES) {
       return make_error(ErrorKind::permission, "cannot read the memory of process {}: {}; {}", pid,
@@ -335,11 +511,14 @@ Result<std::unique_ptr<PythonProcess>> PythonProcess::attach(pid_t pid) {
       return make_error(ErrorKind::unsupported, "{} in process {}", supported_message(v), pid);
     }
     layout = *fixed;
-    if (v.minor == 7 && v.micro > 0 && v.micro <= 3) layout.runtime_tstate_current = 1392;
+    // The runtime struct changed within 3.7; a version known only from a file name is taken as 3.7.4+.
+    if (v.major == 3 && v.minor == 7 && v.micro <= 3 && loc.version_source != "file name") {
+      layout.runtime_tstate_current = 1392;
+    }
   }
   layout.major = v.major;
   layout.objects.unicode_type = loc.unicode_type;
-  layout.objects.bytes_type = loc.bytes_type;
+  layout.objects.bytes_type = layout.objects.py2_strings ? loc.string_type : loc.bytes_type;
   spdlog::debug("pid {}: CPython {} (version from {}) in {}, _PyRuntime at {:#x}", pid, v.str(), loc.version_source,
                 loc.image, loc.runtime);
 

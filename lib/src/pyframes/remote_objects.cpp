@@ -40,6 +40,11 @@ std::string ucs_to_utf8(std::span<const uint8_t> data, unsigned kind) {
 }
 
 std::optional<std::string> read_str(const RemoteMemory& mem, uint64_t address, const ObjectLayout& layout) {
+  if (layout.py2_strings) {
+    auto bytes = read_bytes(mem, address, layout, kMaxStringChars);
+    if (!bytes) return std::nullopt;
+    return std::string(bytes->begin(), bytes->end());
+  }
   // One read covers the header and the characters of most names; longer ones take a second.
   uint8_t buf[256];
   size_t got = mem.read_partial(address, buf, sizeof(buf));

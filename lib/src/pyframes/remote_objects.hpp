@@ -21,6 +21,9 @@ struct ObjectLayout {
   uint64_t bytes_data = 32;    // ob_sval
   uint64_t unicode_type = 0;   // &PyUnicode_Type in the target (0: not checked)
   uint64_t bytes_type = 0;     // &PyBytes_Type in the target (0: not checked)
+  // Python 2: names, file names and line tables are PyStringObject (bytes: size at 16, data
+  // at 36), read by read_str and read_bytes alike.
+  bool py2_strings = false;
 };
 
 // Converts a compact str's characters (kind 1, 2 or 4 bytes per code point, little-endian) to

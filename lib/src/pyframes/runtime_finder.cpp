@@ -146,6 +146,9 @@ Result<RuntimeLocation> locate_runtime(pid_t pid, const RemoteMemory& mem) {
     loc.bytes_type = type_at("PyBytes_Type");
     loc.dict_type = type_at("PyDict_Type");
     loc.long_type = type_at("PyLong_Type");
+    loc.string_type = type_at("PyString_Type");
+    loc.interp_head = type_at("interp_head");
+    loc.tstate_current = type_at("_PyThreadState_Current");
 
     // Version: debug-offsets cookie, Py_Version, the sys.version string, the file name.
     uint8_t head[24] = {};

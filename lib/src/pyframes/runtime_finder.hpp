@@ -21,6 +21,10 @@ struct RuntimeLocation {
   std::shared_ptr<const ElfFile> elf;
   uint64_t bias = 0;     // load bias of that ELF
   uint64_t runtime = 0;  // &_PyRuntime in the target; 0 for 2.7/3.6 (no runtime struct)
+  // 2.7/3.6 keep the interpreter list and the GIL holder in globals: &interp_head (a local
+  // symbol, present unless stripped) and &_PyThreadState_Current.
+  uint64_t interp_head = 0;
+  uint64_t tstate_current = 0;
   PythonVersion version;
   uint64_t version_hex = 0;  // PY_VERSION_HEX when known
   std::string version_source;  // "_Py_DebugOffsets", "Py_Version", "version string", "file name"
@@ -32,6 +36,7 @@ struct RuntimeLocation {
   uint64_t bytes_type = 0;
   uint64_t dict_type = 0;
   uint64_t long_type = 0;
+  uint64_t string_type = 0;  // PyString_Type (2.7)
 };
 
 Result<RuntimeLocation> locate_runtime(pid_t pid, const RemoteMemory& mem);

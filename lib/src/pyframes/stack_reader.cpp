@@ -7,6 +7,7 @@ namespace sprof::pyframes {
 namespace {
 
 constexpr size_t kChunkGuess = 16 * 1024;           // CPython's DATA_STACK_CHUNK_SIZE
+constexpr size_t kSlack = 1024;                     // frames pushed after the thread state was read
 constexpr uint64_t kMaxChunkSize = 64ull << 20;     // larger is a torn read
 constexpr size_t kMaxChunks = 256;
 constexpr uint64_t kMaxChunkBytes = 256ull << 20;
@@ -18,11 +19,61 @@ constexpr uint8_t kOwnedByCStack = 3;  // 3.12+: entry/trampoline frames on the 
 
 }  // namespace
 
+uint64_t StackReader::leaf_pointer_address(const std::vector<uint8_t>& ts) const {
+  if (layout_.frame_model != FrameModel::cframe) return 0;
+  uint64_t cframe = load_u64(ts, layout_.ts_cframe);
+  return cframe == 0 ? 0 : cframe + layout_.cframe_current_frame;
+}
+
+uint64_t StackReader::first_chunk_address(const std::vector<uint8_t>& ts) const {
+  if (layout_.ts_datastack_chunk == kAbsent) return 0;
+  return load_u64(ts, layout_.ts_datastack_chunk);
+}
+
+size_t StackReader::frame_read_size() const {
+  return layout_.frame_model == FrameModel::frame_objects ? layout_.frame_read_size : layout_.iframe_size;
+}
+
+// A frame outside the datastack chunks: from the prefetch batch when it has this address
+// (walks usually meet them in the same order as last time), else read now.
+const uint8_t* StackReader::direct_frame(uint64_t address) {
+  size_t size = frame_read_size();
+  direct_frames_.push_back(address);
+  if (prefetch_ != nullptr) {
+    const size_t n = prefetch_->frames_read;
+    for (size_t k = 0; k < n; ++k) {
+      size_t i = (prefetch_cursor_ + k) % n;
+      if (prefetch_->frames[i] == address) {
+        prefetch_cursor_ = i + 1;
+        return prefetch_->frame_bytes.data() + i * size;
+      }
+    }
+  }
+  direct_.resize(size);
+  if (!mem_.read(address, direct_.data(), size)) return nullptr;
+  return direct_.data();
+}
+
+size_t StackReader::first_chunk_bytes(const std::vector<uint8_t>& ts) const {
+  uint64_t chunk = first_chunk_address(ts);
+  if (chunk == 0) return 0;
+  // Chunks are at least kChunkGuess bytes, so this never reads past the chunk.
+  uint64_t top = load_u64(ts, layout_.ts_datastack_chunk + 8);
+  if (top > chunk && top - chunk < kChunkGuess - kSlack) {
+    return std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);
+  }
+  return kChunkGuess;
+}
+
 StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<uint8_t>& ts, bool verify,
-                                       ThreadStack& out) {
+                                       ThreadStack& out, Prefetch* prefetch) {
   raw_.clear();
   truncated_ = false;
   reason_ = "";
+  prefetch_ = prefetch;
+  prefetch_cursor_ = 0;
+  direct_frames_.clear();
+  chain_.clear();
   out.frames.clear();
   out.truncated = false;
 
@@ -40,16 +91,20 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
       uint64_t cframe = load_u64(ts, layout_.ts_cframe);
       if (cframe == 0) return Outcome::ok;
       pointer_address = cframe + layout_.cframe_current_frame;
-      if (!mem_.read_value(pointer_address, leaf)) return verify ? Outcome::changed : fail("unreadable cframe");
+      if (prefetch != nullptr && prefetch->has_leaf) {
+        leaf = prefetch->leaf;
+      } else if (!mem_.read_value(pointer_address, leaf)) {
+        return verify ? Outcome::changed : fail("unreadable cframe");
+      }
       if (leaf == 0) return Outcome::ok;
-      walked = walk_interpreter_frames(leaf, ts);
+      walked = walk_interpreter_frames(leaf, ts, prefetch);
       break;
     }
     case FrameModel::current_frame:
       pointer_address = ts_address + layout_.ts_current_frame;
       leaf = load_u64(ts, layout_.ts_current_frame);
       if (leaf == 0) return Outcome::ok;
-      walked = walk_interpreter_frames(leaf, ts);
+      walked = walk_interpreter_frames(leaf, ts, prefetch);
       break;
   }
   if (walked != Outcome::ok) return walked;
@@ -58,78 +113,102 @@ StackReader::Outcome StackReader::read(uint64_t ts_address, const std::vector<ui
 
 StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
   seen_.clear();
-  direct_.resize(layout_.frame_read_size);
   while (frame != 0) {
     if (raw_.size() >= kMaxFrames) {
       truncated_ = true;
       break;
     }
     if (!seen_.insert(frame).second) return fail("cycle in the frame chain");
-    if (!mem_.read(frame, direct_.data(), direct_.size())) return fail("unreadable frame");
-    const uint8_t* p = direct_.data();
+    const uint8_t* p = direct_frame(frame);
+    if (p == nullptr) return fail("unreadable frame");
     int64_t refcount = load<int64_t>(p, 0);
     if (refcount <= 0 || refcount > (int64_t{1} << 40)) return fail("freed frame object");
     if (types_.frame != 0 && load<uint64_t>(p, 8) != types_.frame) return fail("not a frame object");
     // Callers of a running frame are executing too; a frame that is not was freed or reused.
-    if (!raw_.empty()) {
+    if (!raw_.empty() && layout_.f_state != kAbsent) {
       int8_t state = load<int8_t>(p, layout_.f_state);
       bool executing = layout_.f_state_is_executing_flag ? state == 1 : state == 0;
       if (!executing) return fail("caller frame not executing");
-    } else {
-      leaf_.assign(direct_.begin(), direct_.end());
     }
-    raw_.push_back({frame, load<uint64_t>(p, layout_.f_code), load<int32_t>(p, layout_.f_lasti)});
-    frame = load<uint64_t>(p, layout_.f_back);
+    uint64_t back = load<uint64_t>(p, layout_.f_back);
+    uint64_t code = load<uint64_t>(p, layout_.f_code);
+    raw_.push_back({frame, code, load<int32_t>(p, layout_.f_lasti)});
+    chain_.push_back({frame, -1, back, code});
+    frame = back;
   }
   return Outcome::ok;
 }
 
-bool StackReader::copy_chunks(uint64_t chunk) {
+// Copies the thread's datastack chunks (newest first), each up to the part in use: the newest
+// up to the thread's datastack_top (plus slack for frames pushed since), older ones up to the
+// `top` they saved when the next chunk was pushed.
+bool StackReader::copy_chunks(uint64_t chunk, uint64_t top, Prefetch* prefetch) {
   chunk_count_ = 0;
   uint64_t total = 0;
   while (chunk != 0 && chunk_count_ < kMaxChunks && total < kMaxChunkBytes) {
     if (chunk_count_ == chunks_.size()) chunks_.emplace_back();
     Chunk& c = chunks_[chunk_count_];
     c.address = chunk;
-    c.bytes.resize(kChunkGuess);
-    size_t got = mem_.read_partial(chunk, c.bytes.data(), c.bytes.size());
-    if (got < layout_.chunk_data) return false;
-    uint64_t size = load<uint64_t>(c.bytes.data(), layout_.chunk_size);
-    if (size < layout_.chunk_data || size > kMaxChunkSize) return false;
-    if (size > got) {
-      if (got < kChunkGuess) return false;
-      c.bytes.resize(size);
-      if (!mem_.read(chunk + got, c.bytes.data() + got, size - got)) return false;
-    } else {
-      c.bytes.resize(size);
+    size_t want = kChunkGuess;
+    if (chunk_count_ == 0 && top > chunk && top - chunk < kChunkGuess - kSlack) {
+      want = std::max<size_t>(top - chunk + kSlack, layout_.chunk_data);  // as first_chunk_bytes()
     }
-    total += size;
+    size_t got = 0;
+    if (chunk_count_ == 0 && prefetch != nullptr && !prefetch->chunk.empty()) {
+      c.bytes.swap(prefetch->chunk);  // read already, in the caller's batch
+      prefetch->chunk.clear();
+      got = c.bytes.size();
+    } else {
+      c.bytes.resize(want);
+      got = mem_.read_partial(chunk, c.bytes.data(), c.bytes.size());
+    }
+    if (got < layout_.chunk_data) return false;
+    c.size = load<uint64_t>(c.bytes.data(), layout_.chunk_size);
+    if (c.size < layout_.chunk_data || c.size > kMaxChunkSize) return false;
+    c.bytes.resize(std::min<uint64_t>(got, c.size));
+    if (chunk_count_ > 0) {
+      uint64_t used = layout_.chunk_data + load<uint64_t>(c.bytes.data(), layout_.chunk_top) * 8;
+      if (used > c.size) return false;
+      if (used > c.bytes.size() && !extend(c, used)) return false;
+    }
+    total += c.bytes.size();
     chunk = load<uint64_t>(c.bytes.data(), layout_.chunk_previous);
     ++chunk_count_;
   }
   return true;
 }
 
-const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
-  for (size_t i = 0; i < chunk_count_; ++i) {
-    const Chunk& c = chunks_[i];
-    if (address >= c.address + layout_.chunk_data && address + layout_.iframe_size <= c.address + c.bytes.size()) {
-      chunk_index = static_cast<int>(i);
-      return c.bytes.data() + (address - c.address);
-    }
-  }
-  chunk_index = -1;
-  direct_.resize(layout_.iframe_size);
-  if (!mem_.read(address, direct_.data(), direct_.size())) return nullptr;
-  return direct_.data();
+bool StackReader::extend(Chunk& c, uint64_t length) {
+  size_t old = c.bytes.size();
+  length = std::min(length, c.size);
+  if (length <= old) return true;
+  c.bytes.resize(length);
+  if (mem_.read(c.address + old, c.bytes.data() + old, length - old)) return true;
+  c.bytes.resize(old);
+  return false;
 }
 
-StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts) {
-  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk))) return fail("unreadable datastack chunk");
+const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
+  for (size_t i = 0; i < chunk_count_; ++i) {
+    Chunk& c = chunks_[i];
+    if (address < c.address + layout_.chunk_data || address + layout_.iframe_size > c.address + c.size) continue;
+    uint64_t end = address - c.address + layout_.iframe_size;
+    if (end > c.bytes.size() && !extend(c, end + kSlack)) return nullptr;
+    chunk_index = static_cast<int>(i);
+    return c.bytes.data() + (address - c.address);
+  }
+  chunk_index = -1;
+  return direct_frame(address);
+}
+
+StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts,
+                                                          Prefetch* prefetch) {
+  // datastack_top follows datastack_chunk in PyThreadState (3.11-3.13).
+  uint64_t top = load_u64(ts, layout_.ts_datastack_chunk + 8);
+  if (!copy_chunks(load_u64(ts, layout_.ts_datastack_chunk), top, prefetch)) return fail("unreadable datastack chunk");
   seen_.clear();
   int last_chunk = -1;
   uint64_t last_address = 0;
-  bool leaf = true;
   while (frame != 0) {
     if (raw_.size() >= kMaxFrames) {
       truncated_ = true;
@@ -152,11 +231,8 @@ StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const 
     } else {
       return fail("frame with an impossible owner");
     }
-    if (leaf) {
-      leaf_.assign(p, p + layout_.iframe_size);
-      leaf = false;
-    }
     uint64_t previous = load<uint64_t>(p, layout_.if_previous);
+    chain_.push_back({frame, chunk_index, previous, load<uint64_t>(p, layout_.if_code)});
     if (owner != kOwnedByCStack) {
       uint64_t code = load<uint64_t>(p, layout_.if_code);
       if (layout_.minor >= 14) code &= ~uint64_t{3};  // tagged _PyStackRef
@@ -178,35 +254,77 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
   std::sort(code_addresses_.begin(), code_addresses_.end());
   code_addresses_.erase(std::unique(code_addresses_.begin(), code_addresses_.end()), code_addresses_.end());
 
-  // One batch: the current-frame pointer and the leaf's links again (verify), then every
-  // distinct code object's header.
+  // One batch: the current-frame pointer and every chain frame's links again (verify), then
+  // every distinct code object's header.
   const bool objects = layout_.frame_model == FrameModel::frame_objects;
-  uint64_t link_a = objects ? layout_.f_back : layout_.if_previous;
-  uint64_t link_b = objects ? layout_.f_code : layout_.if_code;
-  uint64_t link_lo = std::min(link_a, link_b);
-  uint64_t link_size = std::max(link_a, link_b) + 8 - link_lo;
+  const uint64_t link_prev = objects ? layout_.f_back : layout_.if_previous;
+  const uint64_t link_code = objects ? layout_.f_code : layout_.if_code;
+  const uint64_t link_lo = std::min(link_prev, link_code);
+  const uint64_t link_size = std::max(link_prev, link_code) + 8 - link_lo;
+  const uint64_t frame_size = frame_read_size();
   uint64_t pointer_now = 0;
-  uint8_t links_now[64] = {};
-  if (link_size > sizeof(links_now)) link_size = 0;
-  uint64_t leaf_address = raw_.empty() ? 0 : raw_.front().frame;
 
   std::vector<RemoteMemory::Piece> pieces;
-  pieces.reserve(code_addresses_.size() + 2);
-  code_headers_.resize(code_addresses_.size() * layout_.code_read_size);
+  pieces.reserve(code_addresses_.size() + chain_.size() + 1);
   size_t first_code = 0;
-  if (verify && leaf_address != 0) {
+  if (verify && !chain_.empty()) {
+    // Chunk frames: one piece per chunk, spanning the chain's frames in it; others one each.
+    recheck_at_.assign(chain_.size(), 0);
+    struct Span {
+      uint64_t lo = UINT64_MAX, hi = 0;
+      size_t at = 0;
+    };
+    std::vector<Span> spans(chunk_count_);
+    size_t total = 0;
+    for (const Link& l : chain_) {
+      if (l.chunk < 0) continue;
+      Span& sp = spans[static_cast<size_t>(l.chunk)];
+      sp.lo = std::min(sp.lo, l.address);
+      sp.hi = std::max(sp.hi, l.address + frame_size);
+    }
+    for (Span& sp : spans) {
+      if (sp.hi == 0) continue;
+      sp.at = total;
+      total += sp.hi - sp.lo;
+    }
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      const Link& l = chain_[i];
+      if (l.chunk >= 0) {
+        const Span& sp = spans[static_cast<size_t>(l.chunk)];
+        recheck_at_[i] = sp.at + (l.address - sp.lo) + link_lo;
+      } else {
+        recheck_at_[i] = total;
+        total += link_size;
+      }
+    }
+    recheck_.resize(total);
     pieces.push_back({pointer_address, &pointer_now, 8});
-    pieces.push_back({leaf_address + link_lo, links_now, link_size});
-    first_code = 2;
+    for (const Span& sp : spans) {
+      if (sp.hi != 0) pieces.push_back({sp.lo, recheck_.data() + sp.at, sp.hi - sp.lo});
+    }
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      if (chain_[i].chunk < 0) {
+        pieces.push_back({chain_[i].address + link_lo, recheck_.data() + recheck_at_[i], link_size});
+      }
+    }
+    first_code = pieces.size();
   }
+  code_headers_.resize(code_addresses_.size() * layout_.code_read_size);
   for (size_t i = 0; i < code_addresses_.size(); ++i) {
     pieces.push_back({code_addresses_[i], code_headers_.data() + i * layout_.code_read_size, layout_.code_read_size});
   }
   size_t got = mem_.read_batch(pieces);
-  if (got < first_code) return Outcome::changed;
+  if (got < first_code) {
+    reason_ = "stack changed during the read";
+    return Outcome::changed;
+  }
   if (first_code > 0) {
-    bool same = pointer_now == leaf_address && leaf_.size() >= link_lo + link_size &&
-                std::memcmp(links_now, leaf_.data() + link_lo, link_size) == 0;
+    bool same = pointer_now == chain_.front().address;
+    for (size_t i = 0; same && i < chain_.size(); ++i) {
+      const uint8_t* now = recheck_.data() + recheck_at_[i];
+      same = load<uint64_t>(now, link_prev - link_lo) == chain_[i].previous &&
+             load<uint64_t>(now, link_code - link_lo) == chain_[i].code;
+    }
     if (!same) {
       reason_ = "stack changed during the read";
       return Outcome::changed;

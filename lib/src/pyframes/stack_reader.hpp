@@ -38,10 +38,38 @@ class StackReader {
 
   enum class Outcome { ok, changed, invalid };
 
+  // What the caller read for several threads in one batch, so that a sample needs fewer
+  // syscalls: the current frame (3.11/3.12, behind the cframe pointer) and the start of the
+  // newest datastack chunk.
+  //
+  // Also the frames the previous walk of this thread had to read one by one (heap frame objects
+  // up to 3.10, generator and C-stack entry frames from 3.11), speculatively: a walk that meets
+  // one of these addresses uses the batch's copy instead of another syscall. An unchanged stack
+  // of a sleeping thread then costs one batch in all.
+  struct Prefetch {
+    bool has_leaf = false;
+    uint64_t leaf = 0;
+    std::vector<uint8_t> chunk;        // empty: not prefetched
+    std::vector<uint64_t> frames;      // addresses
+    std::vector<uint8_t> frame_bytes;  // frame_read_size() bytes each
+    size_t frames_read = 0;            // how many of `frames` the batch read
+  };
+  size_t frame_read_size() const;
+  // Frames this reader read one by one during its last walk (to prefetch next time).
+  const std::vector<uint64_t>& direct_frames() const { return direct_frames_; }
+  // Where the current-frame pointer of the thread is, when it is not inside the thread state
+  // itself (3.11/3.12: in the _PyCFrame); 0 otherwise.
+  uint64_t leaf_pointer_address(const std::vector<uint8_t>& ts) const;
+  // How many bytes of the newest datastack chunk to copy (0: none), and from where.
+  uint64_t first_chunk_address(const std::vector<uint8_t>& ts) const;
+  size_t first_chunk_bytes(const std::vector<uint8_t>& ts) const;
+
   // `ts` holds layout.ts_size bytes of the thread state at `ts_address`. On ok, `out.frames`
   // (leaf first) and `out.truncated` are set. `changed`: the stack moved under the walk (retry).
   // `verify`: re-read the current frame afterwards (needed unless the thread is paused).
-  Outcome read(uint64_t ts_address, const std::vector<uint8_t>& ts, bool verify, ThreadStack& out);
+  // `prefetch` (optional) is consumed.
+  Outcome read(uint64_t ts_address, const std::vector<uint8_t>& ts, bool verify, ThreadStack& out,
+               Prefetch* prefetch = nullptr);
 
   // Why the last read was not ok (for -v logs and tests).
   const char* reason() const { return reason_; }
@@ -54,13 +82,16 @@ class StackReader {
   };
   struct Chunk {
     uint64_t address;
-    std::vector<uint8_t> bytes;
+    uint64_t size;               // the chunk's size from its header
+    std::vector<uint8_t> bytes;  // copied prefix (what the stack uses), extended on demand
   };
 
   Outcome walk_frame_objects(uint64_t frame);
-  Outcome walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts);
-  bool copy_chunks(uint64_t chunk);
+  Outcome walk_interpreter_frames(uint64_t frame, const std::vector<uint8_t>& ts, Prefetch* prefetch);
+  bool copy_chunks(uint64_t chunk, uint64_t top, Prefetch* prefetch);
+  bool extend(Chunk& c, uint64_t length);
   const uint8_t* frame_bytes(uint64_t address, int& chunk_index);
+  const uint8_t* direct_frame(uint64_t address);
   Outcome finish(uint64_t pointer_address, bool verify, ThreadStack& out);
   Outcome fail(const char* why) {
     reason_ = why;
@@ -79,7 +110,19 @@ class StackReader {
   std::vector<Chunk> chunks_;
   size_t chunk_count_ = 0;
   std::vector<uint8_t> direct_;  // one directly read frame
-  std::vector<uint8_t> leaf_;    // leaf frame bytes as walked (compared on re-read)
+  Prefetch* prefetch_ = nullptr;  // of the current read
+  size_t prefetch_cursor_ = 0;
+  std::vector<uint64_t> direct_frames_;
+  // Every frame of the chain as walked, to check after the walk that none of them changed.
+  struct Link {
+    uint64_t address;
+    int chunk;  // index into chunks_, -1 when read directly
+    uint64_t previous;
+    uint64_t code;
+  };
+  std::vector<Link> chain_;
+  std::vector<uint8_t> recheck_;
+  std::vector<size_t> recheck_at_;  // per chain_ entry: offset of its link fields in recheck_
   std::unordered_set<uint64_t> seen_;
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;

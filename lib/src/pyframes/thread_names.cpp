@@ -109,7 +109,7 @@ uint64_t ThreadNames::instance_attribute(uint64_t object, const std::string& nam
   };
   uint64_t found = 0;
   if (layout_.minor >= 11 && (flags & kManagedDictFlag) != 0) {
-    uint64_t slot = 0;  // ((PyObject **)obj)[-3]: the dict, or (3.12) tagged values pointer
+    uint64_t slot = 0;  // ((PyObject **)obj)[-3]: the dict, or (3.12) a tagged values pointer
     if (!mem_.read_value(object - 24, slot)) return 0;
     uint64_t keys = 0;
     uint64_t values = 0;
@@ -119,7 +119,7 @@ uint64_t ThreadNames::instance_attribute(uint64_t object, const std::string& nam
     } else if (layout_.minor == 12) {
       if (slot != 0 && (slot & 1) == 0) return find_str(slot, name);
       if (slot == 0) return 0;
-      values = slot - 1;
+      values = slot + 1;  // stored as (values - 1): an odd address marks "values, not a dict"
     } else {
       if (slot != 0) return find_str(slot, name);
       if ((flags & kInlineValuesFlag) == 0 || basic_size <= 0) return 0;
@@ -160,7 +160,8 @@ std::optional<uint64_t> ThreadNames::read_uint(uint64_t object) const {
 }
 
 std::optional<std::string> ThreadNames::lookup(uint64_t interp, uint64_t python_thread_id) {
-  if (layout_.interp_modules == kAbsent) return std::nullopt;
+  // Python 2 dicts and str differ throughout; names are left out there.
+  if (layout_.interp_modules == kAbsent || layout_.major != 3) return std::nullopt;
   uint64_t modules = 0;
   if (!mem_.read_value(interp + layout_.interp_modules, modules) || modules == 0) return std::nullopt;
   uint64_t threading = find_str(modules, "threading");

@@ -5,8 +5,13 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "pyframes/proc_maps.hpp"
 
@@ -14,6 +19,31 @@ namespace sprof::pyframes {
 namespace {
 
 constexpr long kStopTimeoutNs = 50'000'000;  // a thread in uninterruptible sleep may not stop at once
+
+// Why PTRACE_SEIZE said EPERM for a thread: it is exiting (a zombie thread cannot be traced),
+// another tracer holds it, or we are not allowed at all.
+struct TraceBlock {
+  bool exiting = false;
+  pid_t tracer = 0;
+};
+
+TraceBlock trace_block(pid_t pid, pid_t tid) {
+  TraceBlock block;
+  std::ifstream in(fmt::format("/proc/{}/task/{}/status", pid, tid));
+  if (!in) {
+    block.exiting = true;
+    return block;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("State:", 0) == 0) {
+      block.exiting = line.find('Z') != std::string::npos || line.find('X') != std::string::npos;
+    } else if (line.rfind("TracerPid:", 0) == 0) {
+      block.tracer = static_cast<pid_t>(std::atoi(line.c_str() + 10));
+    }
+  }
+  return block;
+}
 
 long elapsed_ns(const timespec& since) {
   timespec now{};
@@ -57,10 +87,8 @@ ThreadPauser::WaitResult ThreadPauser::wait_stop(pid_t tid, int& signal, bool bl
         int event = status >> 16;
         // PTRACE_EVENT_STOP is our interrupt (or a group stop); anything else is a signal that
         // arrived first and must be delivered when we let go.
-        signal = (event == PTRACE_EVENT_STOP || event != 0 || sig == SIGTRAP) ? 0 : sig;
-        if (event == PTRACE_EVENT_STOP && (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)) {
-          signal = 0;  // group stop: detaching leaves it stopped, as it should be
-        }
+        // A group stop (event stop with a stop signal) stays a stop after detaching, as it should.
+        signal = event == 0 ? sig : 0;
         return WaitResult::stopped;
       }
       return WaitResult::gone;
@@ -88,26 +116,47 @@ void ThreadPauser::settle_pending(bool block) {
 
 Status ThreadPauser::pause(std::span<const pid_t> tids) {
   settle_pending(false);
+  // Interrupt every thread first and only then wait, so the threads stop in parallel and the
+  // first one paused waits for the last one the shortest time.
+  std::vector<pid_t> interrupted;
+  auto fail = [&](Error error) -> Status {
+    pending_.insert(pending_.end(), interrupted.begin(), interrupted.end());
+    settle_pending(false);
+    resume();
+    return error;
+  };
   for (pid_t tid : tids) {
     if (tid <= 0) continue;
-    bool already = false;
+    // Two thread states can name one TID (a finished thread's state lingers while its TID or
+    // pthread is reused); a second seize of a thread we trace would fail.
+    bool already = is_paused(tid);
     for (pid_t p : pending_) already = already || p == tid;
+    for (pid_t p : interrupted) already = already || p == tid;
     if (already) continue;
     if (ptrace(PTRACE_SEIZE, tid, nullptr, reinterpret_cast<void*>(PTRACE_O_TRACEEXIT)) != 0) {
       int err = errno;
       if (err == ESRCH) continue;  // exited meanwhile
-      resume();
-      if (err == EPERM) {
-        return make_error(ErrorKind::permission, "cannot pause thread {} of process {} (ptrace: {}); {}", tid,
-                          pid_, std::strerror(err), permission_remedies(pid_));
+      TraceBlock block = err == EPERM ? trace_block(pid_, tid) : TraceBlock{};
+      if (block.exiting) continue;
+      if (block.tracer != 0 && block.tracer != getpid()) {
+        return fail(make_error(ErrorKind::permission,
+                               "cannot pause thread {} of process {}: it is already traced by process {} (a debugger?)",
+                               tid, pid_, block.tracer));
       }
-      return make_error(ErrorKind::io, "cannot pause thread {} of process {} (ptrace: {})", tid, pid_,
-                        std::strerror(err));
+      if (err == EPERM) {
+        return fail(make_error(ErrorKind::permission, "cannot pause thread {} of process {} (ptrace: {}); {}", tid,
+                               pid_, std::strerror(err), permission_remedies(pid_)));
+      }
+      return fail(make_error(ErrorKind::io, "cannot pause thread {} of process {} (ptrace: {})", tid, pid_,
+                             std::strerror(err)));
     }
     if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
       ptrace(PTRACE_DETACH, tid, nullptr, nullptr);
       continue;
     }
+    interrupted.push_back(tid);
+  }
+  for (pid_t tid : interrupted) {
     int signal = 0;
     switch (wait_stop(tid, signal, false)) {
       case WaitResult::stopped:

@@ -1,0 +1,183 @@
+// The stack reader's checks on synthetic CPython 3.12 structures built in this process's own
+// memory (process_vm_readv on our own pid): a good chain reads back, and each kind of torn or
+// impossible chain is refused.
+
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "pyframes/code_cache.hpp"
+#include "pyframes/layout.hpp"
+#include "pyframes/remote_memory.hpp"
+#include "pyframes/stack_reader.hpp"
+
+using namespace sprof::pyframes;
+
+namespace {
+
+uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+template <class T>
+void put(std::vector<uint8_t>& buf, size_t offset, T value) {
+  std::memcpy(buf.data() + offset, &value, sizeof(T));
+}
+
+// A fake 3.12 world: code objects, a datastack chunk, a C-stack entry frame, a thread state.
+struct World {
+  Layout layout = *static_layout(3, 12);
+  uint8_t code_type_object[16] = {};  // stands in for PyCode_Type
+  std::deque<std::vector<uint8_t>> objects;
+  std::vector<uint8_t> chunk;
+  std::vector<uint8_t> entry;   // owner-3 frame "on the C stack"
+  std::vector<uint8_t> cframe;  // _PyCFrame: current_frame at 0
+  std::vector<uint8_t> ts;
+
+  World(size_t chunk_size = 16384) : chunk(chunk_size), entry(80), cframe(16), ts(layout.ts_size) {
+    put<uint64_t>(chunk, layout.chunk_previous, 0);
+    put<uint64_t>(chunk, layout.chunk_size, chunk_size);
+    put<uint8_t>(entry, layout.if_owner, 3);
+    put<uint64_t>(ts, layout.ts_cframe, addr(cframe.data()));
+    put<uint64_t>(ts, layout.ts_datastack_chunk, addr(chunk.data()));
+    put<uint64_t>(ts, layout.ts_datastack_chunk + 8, addr(chunk.data()) + chunk_size);
+  }
+
+  uint64_t str(const std::string& s) {
+    auto& o = objects.emplace_back(layout.objects.ascii_size + s.size() + 1);
+    put<int64_t>(o, layout.objects.unicode_length, static_cast<int64_t>(s.size()));
+    put<uint32_t>(o, layout.objects.unicode_state, 0x20 | 0x40 | (1 << 2));  // compact ascii, kind 1
+    std::memcpy(o.data() + layout.objects.ascii_size, s.data(), s.size());
+    return addr(o.data());
+  }
+  uint64_t bytes(const std::vector<uint8_t>& b) {
+    auto& o = objects.emplace_back(layout.objects.bytes_data + b.size() + 1);
+    put<int64_t>(o, layout.objects.bytes_size, static_cast<int64_t>(b.size()));
+    std::memcpy(o.data() + layout.objects.bytes_data, b.data(), b.size());
+    return addr(o.data());
+  }
+  // A code object whose 8 code units are all on `first_line` + 1.
+  uint64_t code(const std::string& name, int32_t first_line) {
+    auto& o = objects.emplace_back(layout.code_read_size + 16);
+    put<uint64_t>(o, layout.objects.ob_type, addr(code_type_object));
+    put<int64_t>(o, layout.co_code_units, 8);
+    put<uint64_t>(o, layout.co_filename, str("file.py"));
+    put<uint64_t>(o, layout.co_name, str(name));
+    put<uint64_t>(o, layout.co_qualname, str("Q." + name));
+    put<int32_t>(o, layout.co_firstlineno, first_line);
+    // One no-column entry (code 13) of 8 units, line delta +1 (signed varint 2).
+    put<uint64_t>(o, layout.co_linetable, bytes({0x80 | (13 << 3) | 7, 0x02}));
+    return addr(o.data());
+  }
+  // Thread-owned frame number `slot` in the chunk, executing code unit 3 of `code`.
+  uint64_t frame(size_t slot, uint64_t code, uint64_t previous, uint8_t owner = 0) {
+    size_t at = layout.chunk_data + slot * 80;
+    put<uint64_t>(chunk, at + layout.if_code, code);
+    put<uint64_t>(chunk, at + layout.if_previous, previous);
+    put<uint64_t>(chunk, at + layout.if_instr, code + layout.co_code_adaptive + 6);
+    put<uint8_t>(chunk, at + layout.if_owner, owner);
+    return addr(chunk.data() + at);
+  }
+  void set_leaf(uint64_t leaf) { put<uint64_t>(cframe, 0, leaf); }
+  uint64_t entry_frame() { return addr(entry.data()); }
+};
+
+size_t w_size(size_t frames) { return 24 + frames * 80 + 80; }
+
+struct Reader {
+  explicit Reader(World& world) : w(world) {}
+  World& w;
+  RemoteMemory mem{getpid()};
+  CodeCache codes{w.layout, mem};
+  StackReader reader{w.layout, mem, codes, TypeAddresses{addr(w.code_type_object), 0}};
+  ThreadStack out;
+  StackReader::Outcome read(bool verify = true) { return reader.read(addr(w.ts.data()), w.ts, verify, out); }
+};
+
+}  // namespace
+
+TEST_CASE("a good 3.12 chain reads back leaf first, without the entry frame", "[pyframes][stackreader]") {
+  World w;
+  uint64_t outer = w.code("outer", 10);
+  uint64_t inner = w.code("inner", 20);
+  uint64_t f0 = w.frame(0, outer, w.entry_frame());
+  uint64_t f1 = w.frame(1, inner, f0);
+  w.set_leaf(f1);
+  Reader r(w);
+  REQUIRE(r.read() == StackReader::Outcome::ok);
+  REQUIRE(r.out.frames.size() == 2);
+  CHECK(r.codes.info(r.out.frames[0].code_id).name == "Q.inner");
+  CHECK(r.codes.info(r.out.frames[0].code_id).filename == "file.py");
+  CHECK(r.out.frames[0].line == 21);
+  CHECK(r.codes.info(r.out.frames[1].code_id).name == "Q.outer");
+  CHECK(r.out.frames[1].line == 11);
+  CHECK_FALSE(r.out.truncated);
+}
+
+TEST_CASE("torn or impossible 3.12 chains are refused", "[pyframes][stackreader]") {
+  World w;
+  uint64_t code = w.code("f", 1);
+  Reader r(w);
+
+  SECTION("a caller above its callee in the datastack") {
+    uint64_t f1 = w.frame(1, code, w.entry_frame());
+    uint64_t f0 = w.frame(0, code, f1);
+    w.frame(1, code, w.entry_frame());
+    w.set_leaf(f0);
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "frames out of stack order");
+  }
+  SECTION("a frame owned by a frame object (it returned) on the live chain") {
+    uint64_t f0 = w.frame(0, code, w.entry_frame(), 2);
+    w.set_leaf(w.frame(1, code, f0));
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "frame with an impossible owner");
+  }
+  SECTION("a chain cut short: the outermost frame is not an entry frame") {
+    uint64_t f0 = w.frame(0, code, 0);
+    w.set_leaf(w.frame(1, code, f0));
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "stack does not end at an entry frame");
+  }
+  SECTION("the frame's code is not a code object") {
+    uint64_t fake = w.str("not code");
+    w.set_leaf(w.frame(0, fake, w.entry_frame()));
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "frame code is not a code object");
+  }
+  SECTION("an instruction pointer outside its code object") {
+    uint64_t f0 = w.frame(0, code, w.entry_frame());
+    put<uint64_t>(w.chunk, w.layout.chunk_data + w.layout.if_instr, code + w.layout.co_code_adaptive + 4096);
+    w.set_leaf(f0);
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "instruction pointer outside its code object");
+  }
+  SECTION("a cycle through generator frames") {
+    std::vector<uint8_t> g1(80), g2(80);
+    put<uint8_t>(g1, w.layout.if_owner, 1);
+    put<uint8_t>(g2, w.layout.if_owner, 1);
+    put<uint64_t>(g1, w.layout.if_code, code);
+    put<uint64_t>(g2, w.layout.if_code, code);
+    put<uint64_t>(g1, w.layout.if_previous, addr(g2.data()));
+    put<uint64_t>(g2, w.layout.if_previous, addr(g1.data()));
+    w.set_leaf(addr(g1.data()));
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "cycle in the frame chain");
+  }
+}
+
+TEST_CASE("stacks deeper than the cap keep their innermost frames", "[pyframes][stackreader]") {
+  const size_t depth = kMaxFrames + 100;
+  World w(w_size(depth));  // one chunk holds them all
+  uint64_t code = w.code("deep", 1);
+  uint64_t previous = w.entry_frame();
+  for (size_t i = 0; i < depth; ++i) previous = w.frame(i, code, previous);
+  w.set_leaf(previous);
+  Reader r(w);
+  REQUIRE(r.read(false) == StackReader::Outcome::ok);
+  CHECK(r.out.frames.size() == kMaxFrames);
+  CHECK(r.out.truncated);
+}
