@@ -47,6 +47,7 @@ struct SamplingHealth {
   double achieved_rate_hz = 0;  // ticks / sampled seconds
   double sampler_cpu_s = 0;     // sprof's own CPU time (user + system)
   double mean_tick_us = 0;      // mean wall time to take one tick (all processes)
+  double max_tick_ms = 0;       // slowest tick
   double invalid_share() const {
     uint64_t total = thread_samples + invalid;
     return total == 0 ? 0.0 : double(invalid) / double(total);

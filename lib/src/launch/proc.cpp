@@ -69,6 +69,20 @@ std::string exe_of(pid_t pid) {
   return std::string(buf, size_t(n));
 }
 
+std::string image_identity(pid_t pid) {
+  std::istringstream in(stat_tail(pid));
+  // Fields after comm, counting from 3 (state): 26 startcode, 27 endcode, 28 startstack,
+  // 45 start_data, 46 end_data, 47 start_brk.
+  std::string field, identity = exe_of(pid);
+  for (int number = 3; number <= 47 && in >> field; ++number) {
+    if ((number >= 26 && number <= 28) || number >= 45) {
+      identity += ' ';
+      identity += field;
+    }
+  }
+  return identity;
+}
+
 std::vector<std::string> cmdline_of(pid_t pid) {
   std::string raw = read_small_file("/proc/" + std::to_string(pid) + "/cmdline");
   std::vector<std::string> out;

@@ -15,6 +15,9 @@ std::vector<pid_t> children_of(pid_t pid);
 bool is_running(pid_t pid);
 std::optional<pid_t> parent_of(pid_t pid);
 std::string exe_of(pid_t pid);  // readlink /proc/PID/exe; empty when unreadable
+// Changes when the process execs, even into the same binary: the executable plus the code, stack
+// and heap start addresses from /proc/PID/stat, which exec lays out anew (randomised by ASLR).
+std::string image_identity(pid_t pid);
 std::vector<std::string> cmdline_of(pid_t pid);
 std::optional<std::string> environment_variable(pid_t pid, const std::string& name);
 // The host part of smdebug node ids: SageMaker's current_host, else the host name; '_' -> '-'.

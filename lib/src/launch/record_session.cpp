@@ -229,6 +229,8 @@ void RecordSession::loop() {
     }
     if (now >= next_housekeeping) {
       housekeeping(now);
+      int64_t took = monotonic_ns() - now;
+      if (took > 20 * kMs) spdlog::debug("housekeeping took {:.1f} ms", double(took) / 1e6);
       next_housekeeping = now + kHousekeepingNs;
     }
     if (stop_) break;
@@ -254,7 +256,9 @@ void RecordSession::tick(int64_t now_ns) {
   }
   if (any) {
     ++ticks_;
-    tick_wall_ns_ += monotonic_ns() - now_ns;
+    int64_t took = monotonic_ns() - now_ns;
+    tick_wall_ns_ += took;
+    max_tick_ns_ = std::max(max_tick_ns_, took);
   }
 }
 
@@ -330,6 +334,7 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
   if (t.info.attach_ns == 0) t.info.attach_ns = now_ns;
   t.info.error.clear();
   t.exe = t.info.executable;
+  t.image = image_identity(t.pid);
   t.last_error.reset();
   t.sampler->attach(std::move(py), {t.pid, t.info.ppid, t.info.python_version, t.info.executable, now_ns});
   t.sampling = true;
@@ -351,6 +356,23 @@ void RecordSession::reap_child() {
       stop_sampling(*t, monotonic_ns());
     }
     child_ = 0;
+  }
+}
+
+// An exec into the same binary (a static, non-PIE python re-exec'ing itself, or a fork that
+// execs a new interpreter) can leave every address sprof reads valid, so reads keep succeeding
+// on a different program. Compare the image identity instead, and re-attach when it changed.
+void RecordSession::check_exec(int64_t now_ns) {
+  for (auto& t : tracked_) {
+    if (!t->sampling) continue;
+    std::string image = image_identity(t->pid);
+    if (image.empty() || image == t->image) continue;
+    spdlog::debug("pid {} exec'd ({}); re-attaching", t->pid, exe_of(t->pid));
+    stop_sampling(*t, now_ns);
+    t->attempts = 0;
+    t->window_start_ns = now_ns;
+    t->next_attempt_ns = now_ns;
+    try_attach(*t, now_ns);
   }
 }
 
@@ -393,6 +415,7 @@ void RecordSession::housekeeping(int64_t now_ns) {
   if (stop_) return;
 
   if (now_ns >= next_discovery_ns_) {
+    check_exec(now_ns);
     discover(now_ns);
     next_discovery_ns_ = now_ns + kDiscoveryNs;
   }
@@ -518,6 +541,7 @@ Result<RecordResult> RecordSession::finish() {
   h.behind_warnings = timer_ ? timer_->behind_events() : 0;
   h.achieved_rate_hz = end > start_ns_ ? double(ticks_) / (double(end - start_ns_) / 1e9) : 0;
   h.mean_tick_us = ticks_ > 0 ? double(tick_wall_ns_) / double(ticks_) / 1e3 : 0;
+  h.max_tick_ms = double(max_tick_ns_) / 1e6;
   h.sampler_cpu_s = cpu_seconds();
   manifest_.state = "complete";
 

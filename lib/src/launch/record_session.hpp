@@ -40,6 +40,7 @@ class RecordSession {
     int64_t window_start_ns = 0;
     int64_t next_attempt_ns = 0;
     std::string exe;
+    std::string image;  // image_identity() when attached: a change means it exec'd
     std::optional<Error> last_error;
     std::unique_ptr<sampler::ProcessSampler> sampler;
     store::ManifestProcess info;
@@ -53,6 +54,7 @@ class RecordSession {
   void housekeeping(int64_t now_ns);
   void reap_child();
   void discover(int64_t now_ns);
+  void check_exec(int64_t now_ns);
   void try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyframes::PythonProcess> ready = nullptr);
   void on_sample_error(Tracked& t, const Error& error, int64_t now_ns);
   void stop_sampling(Tracked& t, int64_t now_ns);
@@ -85,6 +87,7 @@ class RecordSession {
   int64_t next_progress_ns_ = 0;
   int64_t next_behind_warning_ns_ = 0;
   int64_t tick_wall_ns_ = 0;
+  int64_t max_tick_ns_ = 0;
   uint64_t ticks_ = 0;
   uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;

@@ -91,6 +91,7 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
                  {"behind_warnings", h.behind_warnings},
                  {"achieved_rate_hz", h.achieved_rate_hz},
                  {"mean_tick_us", h.mean_tick_us},
+                 {"max_tick_ms", h.max_tick_ms},
                  {"sampler_cpu_s", h.sampler_cpu_s}};
   j["exit"] = {{"status", m.exit_status ? ordered_json(*m.exit_status) : ordered_json()},
                {"signal", m.exit_signal ? ordered_json(*m.exit_signal) : ordered_json()}};
@@ -193,6 +194,7 @@ Result<Manifest> read_manifest(const std::filesystem::path& dir) {
       get_if(*h, "behind_warnings", m.health.behind_warnings);
       get_if(*h, "achieved_rate_hz", m.health.achieved_rate_hz);
       get_if(*h, "mean_tick_us", m.health.mean_tick_us);
+      get_if(*h, "max_tick_ms", m.health.max_tick_ms);
       get_if(*h, "sampler_cpu_s", m.health.sampler_cpu_s);
     }
     if (auto e = j.find("exit"); e != j.end()) {

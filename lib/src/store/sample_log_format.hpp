@@ -28,6 +28,10 @@ enum DefTag : uint8_t {
   kDefProcess = 0x07,     // varint pid, varint ppid, varint version string, varint exe string,
                           // svarint attach time (µs)
   kDefInvalid = 0x08,     // varint count of dropped thread samples
+  kDefStringPrefix = 0x09,  // varint base string, varint prefix length, varint suffix length,
+                            // suffix bytes: the first `prefix length` bytes of the base, then the suffix
+  kDefStackChain = 0x0A,    // varint parent stack, varint n, n varint frames: n new stacks, each
+                            // the previous one (the parent first) plus one more inner frame
 };
 
 // Sample records (the second part). Low two bits: the kind; bit 2: an explicit weight follows.

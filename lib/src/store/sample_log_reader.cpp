@@ -207,6 +207,18 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
         strings_.emplace_back(s);
         break;
       }
+      case kDefStringPrefix: {
+        uint64_t base = 0, prefix = 0, len = 0;
+        std::string_view suffix;
+        if (!d.varint(base) || !d.varint(prefix) || !d.varint(len) || len > d.left() || !d.bytes(size_t(len), suffix)) {
+          return fail("bad string");
+        }
+        if (base >= strings_.size() || prefix > strings_[base].size()) return fail("string names an unknown prefix");
+        std::string text = strings_[base].substr(0, size_t(prefix));
+        text.append(suffix);
+        strings_.push_back(std::move(text));
+        break;
+      }
       case kDefFunction: {
         uint64_t file = 0, fname = 0;
         int64_t line = 0;
@@ -228,6 +240,18 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
         if (!d.varint(parent) || !d.varint(frame)) return fail("bad stack");
         if (parent >= stack_nodes_.size() || frame >= frames_.size()) return fail("stack names an unknown node or frame");
         stack_nodes_.push_back({uint32_t(parent), uint32_t(frame)});
+        break;
+      }
+      case kDefStackChain: {
+        uint64_t parent = 0, n = 0;
+        if (!d.varint(parent) || !d.varint(n) || n > d.left()) return fail("bad stack chain");
+        if (parent >= stack_nodes_.size()) return fail("stack chain names an unknown stack");
+        for (uint64_t k = 0; k < n; ++k) {
+          uint64_t frame = 0;
+          if (!d.varint(frame) || frame >= frames_.size()) return fail("stack chain names an unknown frame");
+          stack_nodes_.push_back({uint32_t(parent), uint32_t(frame)});
+          parent = stack_nodes_.size() - 1;
+        }
         break;
       }
       case kDefThread: {

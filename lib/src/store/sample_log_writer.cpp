@@ -77,14 +77,44 @@ struct SampleLogWriter::Impl {
   std::vector<std::pair<uint32_t, uint32_t>> prev_entries;
   bool prev_valid = false;
 
+  // Recently defined strings: file names share long directory prefixes, so a new string is
+  // written as (earlier string, length of the shared prefix, rest) when that saves bytes.
+  static constexpr size_t kRecent = 16;
+  std::vector<std::pair<std::string, uint32_t>> recent;
+  size_t recent_next = 0;
+
   uint32_t string_id(std::string_view s) {
     auto it = string_ids.find(std::string(s));
     if (it != string_ids.end()) return it->second;
     auto id = uint32_t(string_ids.size());
     string_ids.emplace(std::string(s), id);
-    defs.push_back(char(kDefString));
-    put_varint(defs, s.size());
-    defs.append(s);
+    size_t best_prefix = 0;
+    uint32_t best_base = 0;
+    for (const auto& [text, text_id] : recent) {
+      size_t n = 0;
+      while (n < text.size() && n < s.size() && text[n] == s[n]) ++n;
+      if (n > best_prefix) {
+        best_prefix = n;
+        best_base = text_id;
+      }
+    }
+    if (best_prefix >= 4) {
+      defs.push_back(char(kDefStringPrefix));
+      put_varint(defs, best_base);
+      put_varint(defs, best_prefix);
+      put_varint(defs, s.size() - best_prefix);
+      defs.append(s.substr(best_prefix));
+    } else {
+      defs.push_back(char(kDefString));
+      put_varint(defs, s.size());
+      defs.append(s);
+    }
+    if (recent.size() < kRecent) {
+      recent.emplace_back(std::string(s), id);
+    } else {
+      recent[recent_next] = {std::string(s), id};
+      recent_next = (recent_next + 1) % kRecent;
+    }
     return id;
   }
 };
@@ -178,23 +208,28 @@ uint32_t SampleLogWriter::stack(std::span<const uint32_t> frames) {
     if (i == frames.size() && node == 0) return cached->second;
   }
 
-  // Slow path: descend the tree from the outermost frame, adding nodes as needed.
+  // Slow path: descend the tree from the outermost frame while it exists, then add the rest as
+  // one chain of new nodes.
   uint32_t node = 0;
-  for (size_t i = frames.size(); i-- > 0;) {
-    uint64_t key = uint64_t(node) << 32 | frames[i];
-    auto it = m.child_of.find(key);
-    if (it != m.child_of.end()) {
-      node = it->second;
-      continue;
-    }
-    auto id = uint32_t(m.node_parent.size());
-    m.node_parent.push_back(node);
-    m.node_frame.push_back(frames[i]);
-    m.child_of.emplace(key, id);
-    m.defs.push_back(char(kDefStackNode));
+  size_t i = frames.size();
+  while (i > 0) {
+    auto it = m.child_of.find(uint64_t(node) << 32 | frames[i - 1]);
+    if (it == m.child_of.end()) break;
+    node = it->second;
+    --i;
+  }
+  if (i > 0) {
+    m.defs.push_back(char(kDefStackChain));
     put_varint(m.defs, node);
-    put_varint(m.defs, frames[i]);
-    node = id;
+    put_varint(m.defs, i);
+    while (i-- > 0) {
+      auto id = uint32_t(m.node_parent.size());
+      m.node_parent.push_back(node);
+      m.node_frame.push_back(frames[i]);
+      m.child_of.emplace(uint64_t(node) << 32 | frames[i], id);
+      put_varint(m.defs, frames[i]);
+      node = id;
+    }
   }
   m.stack_cache[h] = node;
   return node;

@@ -1,0 +1,81 @@
+"""A small PyTorch CPU training job: the example sprof's tests, demo and overhead benchmark use.
+
+A two-layer MLP learns a synthetic regression task from a map-style Dataset served by
+DataLoader(num_workers=2) worker processes; a few epochs finish in well under a minute on CPU.
+
+    sprof record --subprocesses -- python3 examples/train_torch.py [--epochs N] [--workers N]
+"""
+import argparse
+import math
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class SyntheticRegression(Dataset):
+    """y = sin(x . w) + noise, computed per item in Python so the workers have work to do."""
+
+    def __init__(self, size, features, seed=0):
+        generator = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(size, features, generator=generator)
+        self.w = torch.randn(features, generator=generator)
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index):
+        x = self.x[index]
+        y = math.sin(float(x @ self.w)) + 0.01 * math.cos(index)
+        return x, torch.tensor([y])
+
+
+class Regressor(nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                 nn.Linear(hidden, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def train(epochs, workers, batch_size, size, features, hidden):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = DataLoader(SyntheticRegression(size, features), batch_size=batch_size, shuffle=True,
+                        num_workers=workers)
+    model = Regressor(features, hidden)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    loss_fn = nn.MSELoss()
+    began = time.perf_counter()
+    for epoch in range(epochs):
+        start = time.perf_counter()
+        total = 0.0
+        for step, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+        print("epoch %d: loss %.4f (%d steps, %.2f s)" % (epoch, total / (step + 1), step + 1,
+                                                       time.perf_counter() - start), flush=True)
+    print("trained in %.3f s" % (time.perf_counter() - began), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--features", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=256)
+    args = parser.parse_args()
+    train(args.epochs, args.workers, args.batch_size, args.size, args.features, args.hidden)
+
+
+if __name__ == "__main__":
+    main()

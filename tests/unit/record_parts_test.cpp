@@ -1,0 +1,114 @@
+// Parts of record that can be checked without a target: the manifest round trip, the jittered
+// rate timer, and the default output name.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sampler/rate_timer.hpp"
+#include "sprof/manifest.hpp"
+#include "sprof/record.hpp"
+
+namespace fs = std::filesystem;
+
+TEST_CASE("manifest round trip keeps every field and foreign sections", "[record]") {
+  std::string tmpl = (fs::temp_directory_path() / "sprof-manifest-XXXXXX").string();
+  fs::path dir = mkdtemp(tmpl.data());
+  sprof::store::Manifest m;
+  m.sprof_version = "0.1.0";
+  m.state = "complete";
+  m.mode = "launch";
+  m.command = {"python3", "train.py", "--epochs", "2"};
+  m.target_pid = 4242;
+  m.host = "algo-1";
+  m.clock_monotonic_ns = 5'000'000'000;
+  m.clock_realtime_ns = 1'700'000'000'000'000'000;
+  m.start_ns = 5'000'100'000;
+  m.end_ns = 15'000'100'000;
+  m.rate_hz = 250;
+  m.blocking = true;
+  m.subprocesses = true;
+  sprof::store::ManifestProcess p;
+  p.pid = 4242;
+  p.ppid = 1;
+  p.node_id = "4242-algo-1";
+  p.python_version = "3.11.2";
+  p.sample_log = "samples/4242-algo-1/samples.log";
+  p.samples = 1000;
+  p.invalid = 3;
+  p.threads = 2;
+  p.rank = "0";
+  m.processes.push_back(p);
+  m.health.ticks = 1000;
+  m.health.thread_samples = 1000;
+  m.health.invalid = 3;
+  m.health.sampler_cpu_s = 0.25;
+  m.exit_status = 130;
+  m.exit_signal = 2;
+  m.errors = {"something odd"};
+  m.extra = {{"bootstrap", R"({"steps":12})"}};
+  REQUIRE(sprof::store::write_manifest(dir, m).ok());
+
+  auto back = sprof::store::read_manifest(dir);
+  REQUIRE(back.ok());
+  CHECK(back->command == m.command);
+  CHECK(back->target_pid == 4242);
+  CHECK(back->start_ns == m.start_ns);
+  CHECK(back->to_epoch_us(m.start_ns) == (m.start_ns - m.clock_monotonic_ns + m.clock_realtime_ns) / 1000);
+  CHECK(back->blocking);
+  CHECK(back->rate_hz == 250);
+  REQUIRE(back->processes.size() == 1);
+  CHECK(back->processes[0].node_id == "4242-algo-1");
+  CHECK(back->processes[0].rank == "0");
+  CHECK(back->node_ids() == std::vector<std::string>{"4242-algo-1"});
+  CHECK(back->health.invalid == 3);
+  CHECK(std::abs(back->health.invalid_share() - 3.0 / 1003.0) < 1e-12);
+  CHECK(back->exit_status == 130);
+  CHECK(back->exit_signal == 2);
+  REQUIRE(back->extra.size() == 1);
+  CHECK(back->extra[0].first == "bootstrap");
+  CHECK(nlohmann::json::parse(back->extra[0].second)["steps"] == 12);
+
+  std::ofstream(dir / "sprof.json") << "{not json";
+  CHECK(sprof::store::read_manifest(dir).error().kind == sprof::ErrorKind::bad_input);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("rate timer: exponential gaps with the requested mean, backlog dropped when far behind", "[record]") {
+  const double rate = 1000;
+  sprof::sampler::RateTimer timer(rate, 42, 0);
+  int64_t previous = timer.due_ns();
+  double sum = 0, sum_sq = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    int64_t due = timer.due_ns();
+    CHECK_FALSE(timer.on_tick(due));  // always on time
+    double gap = double(timer.due_ns() - previous);
+    (void)due;
+    previous = timer.due_ns();
+    sum += gap;
+    sum_sq += gap * gap;
+  }
+  double mean = sum / n;
+  double sd = std::sqrt(sum_sq / n - mean * mean);
+  CHECK(std::abs(mean - 1e6) < 0.01 * 1e6);  // mean 1 ms
+  CHECK(std::abs(sd - mean) < 0.02 * mean);  // exponential: sd equals the mean
+  CHECK(timer.late_ticks() == 0);
+
+  // Two seconds late: one "behind" event, and the next tick is scheduled from now.
+  int64_t now = timer.due_ns() + 2'000'000'000;
+  CHECK(timer.on_tick(now));
+  CHECK(timer.behind_events() == 1);
+  CHECK(timer.due_ns() > now);
+  CHECK(timer.max_lag_ns() >= 2'000'000'000);
+}
+
+TEST_CASE("default output name", "[record]") {
+  // 2024-03-05 06:07:08 UTC
+  CHECK(sprof::launch::default_output_name(1234, int64_t(1709618828) * 1'000'000'000) ==
+        "sprof-1234-20240305T060708Z");
+}
