@@ -34,5 +34,6 @@ const GlobalOptions& global_options();
 void add_all_commands(CLI::App& app, CommandList& commands);
 
 void add_rules(CLI::App& app, CommandList& commands);
+void add_sysmon(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

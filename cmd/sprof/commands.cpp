@@ -5,6 +5,7 @@ namespace sprof::cli {
 // Registration order is the order --help lists them in.
 void add_all_commands(CLI::App& app, CommandList& commands) {
   add_rules(app, commands);
+  add_sysmon(app, commands);
 }
 
 }  // namespace sprof::cli
