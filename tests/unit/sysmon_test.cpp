@@ -143,3 +143,32 @@ TEST_CASE("a monitor run writes ticks the reader accepts", "[sysmon]") {
   CHECK(metrics->at(0).dimension == "CPUUtilization");
   CHECK(metrics->at(0).value == 0.0);  // the fabricated counters never move
 }
+
+TEST_CASE("GPU records come from NVML, loaded at run time", "[sysmon]") {
+  sprof::test::TempDir dir;
+  MonitorOptions options;
+  options.profile_dir = dir.path();
+  options.interval_ms = 100;
+  options.nvml_library = SPROF_FAKE_NVML;  // two GPUs: 40 % / 25 % memory and 50 % / 50 %
+  auto monitor = SystemMonitor::create(options);
+  REQUIRE(monitor.ok());
+  REQUIRE((*monitor)->start().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  REQUIRE((*monitor)->stop().ok());
+  CHECK((*monitor)->stats().gpus == 2);
+  auto metrics = sprof::store::read_system_metrics(dir.path());
+  REQUIRE(metrics.ok());
+  std::map<std::string, double> gpu;
+  for (const auto& m : *metrics) {
+    if (m.type == "gpu") gpu[m.name + " " + m.dimension] = m.value;
+  }
+  CHECK(gpu == std::map<std::string, double>{{"gpu0 GPUUtilization", 40.0},
+                                             {"gpu0 GPUMemoryUtilization", 25.0},
+                                             {"gpu1 GPUUtilization", 50.0},
+                                             {"gpu1 GPUMemoryUtilization", 50.0}});
+
+  options.nvml_library = (dir.path() / "missing-libnvidia-ml.so.1").string();
+  auto without = SystemMonitor::create(options);
+  REQUIRE(without.ok());  // no NVML is not an error: no GPU records
+  CHECK((*without)->stats().gpus == 0);
+}

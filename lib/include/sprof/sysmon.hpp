@@ -39,6 +39,7 @@ struct MonitorOptions {
   int interval_ms = kDefaultIntervalMs;
   pid_t root_pid = 0;                 // process tree to measure; 0: no process records
   bool gpu = true;                    // try NVML
+  std::string nvml_library = "libnvidia-ml.so.1";  // tests load a stand-in
   std::filesystem::path proc_root = "/proc";  // tests point these at fabricated trees
   std::filesystem::path sys_root = "/sys";
   // Epoch microseconds for the Timestamp of a tick; default CLOCK_REALTIME. record can pass its

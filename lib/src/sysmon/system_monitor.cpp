@@ -325,7 +325,7 @@ Result<std::unique_ptr<SystemMonitor>> SystemMonitor::create(MonitorOptions opti
   }
   if (impl->options.gpu) {
     std::string why;
-    if (auto nvml = Nvml::open(why)) impl->nvml.emplace(std::move(*nvml));
+    if (auto nvml = Nvml::open(why, impl->options.nvml_library.c_str())) impl->nvml.emplace(std::move(*nvml));
     if (!impl->nvml) spdlog::info("no GPU metrics: {}", why);
   }
   return std::unique_ptr<SystemMonitor>(new SystemMonitor(std::move(impl)));
