@@ -1,0 +1,79 @@
+// sprof sysmon (hidden): runs the system monitor alone for a while and reports its own cost. Used by
+// scripts/bench-sysmon and the integration tests; `record --system-interval-ms` runs the same monitor.
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "sprof/exit_codes.hpp"
+#include "sprof/sysmon.hpp"
+
+namespace sprof::cli {
+namespace {
+
+struct SysmonOptions {
+  std::string output;
+  int interval_ms = sysmon::kDefaultIntervalMs;
+  double duration_s = 10;
+  int pid = 0;
+  std::string node_id = "algo-1";
+  bool no_gpu = false;
+};
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+Result<int> run_sysmon(const SysmonOptions& options) {
+  if (!(options.duration_s > 0)) return make_error(ErrorKind::usage, "--duration must be positive");
+  sysmon::MonitorOptions monitor_options;
+  monitor_options.profile_dir = options.output;
+  monitor_options.interval_ms = options.interval_ms;
+  monitor_options.root_pid = options.pid;
+  monitor_options.node_id = options.node_id;
+  monitor_options.gpu = !options.no_gpu;
+  SPROF_TRY(auto monitor, sysmon::SystemMonitor::create(monitor_options));
+  double cpu_before = process_cpu_seconds();
+  SPROF_TRY_STATUS(monitor->start());
+  std::this_thread::sleep_for(std::chrono::duration<double>(options.duration_s));
+  SPROF_TRY_STATUS(monitor->stop());
+  double process_cpu = process_cpu_seconds() - cpu_before;
+  sysmon::MonitorStats stats = monitor->stats();
+  double wall = static_cast<double>(stats.wall_ns) / 1e9;
+  double thread_cpu = static_cast<double>(stats.thread_cpu_ns) / 1e9;
+  nlohmann::ordered_json out = {{"interval_ms", options.interval_ms},
+                                {"ticks", stats.ticks},
+                                {"gpus", stats.gpus},
+                                {"wall_seconds", wall},
+                                {"thread_cpu_seconds", thread_cpu},
+                                {"process_cpu_seconds", process_cpu},
+                                {"cpu_percent_of_one_core", wall > 0 ? 100.0 * thread_cpu / wall : 0.0}};
+  fmt::print("{}\n", out.dump());
+  return kExitSuccess;
+}
+
+}  // namespace
+
+void add_sysmon(CLI::App& app, CommandList& commands) {
+  auto options = std::make_shared<SysmonOptions>();
+  CLI::App* sub = app.add_subcommand("sysmon", "Run the system monitor alone and print its cost (for benchmarks)");
+  sub->group("");  // hidden from --help: a developer tool
+  sub->add_option("-o,--output", options->output, "Profile directory to write system/ into")->required();
+  sub->add_option("--system-interval-ms", options->interval_ms, "Sampling interval: 100, 200, 500, 1000, 5000, 60000")
+      ->capture_default_str();
+  sub->add_option("--duration", options->duration_s, "Seconds to run")->capture_default_str();
+  sub->add_option("--pid", options->pid, "Root of the process tree to measure");
+  sub->add_option("--node-id", options->node_id, "Node id (algo-<n>)")->capture_default_str();
+  sub->add_flag("--no-gpu", options->no_gpu, "Do not load NVML");
+  commands.push_back(Command{sub, [options] { return run_sysmon(*options); }});
+}
+
+}  // namespace sprof::cli
