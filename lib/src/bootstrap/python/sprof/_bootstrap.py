@@ -29,6 +29,7 @@ def activate():
         ch.warn_once("channel", "markers disabled: cannot open the marker channel (%s)" % problem)
         return
     _impl.active = True
+    ch.on_failure = _stand_down
     package = sys.modules.get(__package__)
     if package is not None:
         package._rt = _impl
@@ -40,6 +41,10 @@ def activate():
             _torch.install()
         except Exception as e:
             ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s" % (type(e).__name__, e))
+
+
+def _stand_down():
+    _impl.active = False
 
 
 def _at_exit():

@@ -422,8 +422,8 @@ def _patch_optimizer(torch, late):
 
 def _dl_next(iterator, t0, outcome):
     try:
-        ch.send(b"dln %d %d %d %d %d %s\n" % (
-            ch.mono(), ch.pid, ch.tid(), t0, iterator.__dict__.get("_sprof_id", 0), outcome))
+        ch.defer(b"dln %d %s %d %d %s\n" % (
+            ch.mono(), ch.who(), t0, iterator.__dict__.get("_sprof_id", 0), outcome))
     except Exception as e:
         _fail(e)
 
@@ -459,8 +459,8 @@ def _wrap_iter_init(original, name):
         try:
             _next_iter_id += 1
             self._sprof_id = _next_iter_id
-            ch.send(b"dli %d %d %d %d %d %s %d %d\n" % (
-                ch.mono(), ch.pid, ch.tid(), t0, _next_iter_id, name,
+            ch.send(b"dli %d %s %d %d %s %d %d\n" % (
+                ch.mono(), ch.who(), t0, _next_iter_id, name,
                 int(getattr(self, "_num_workers", 0)), 1 if getattr(self, "_pin_memory", False) else 0))
         except Exception as e:
             _fail(e)
@@ -472,7 +472,7 @@ def _wrap_iter_init(original, name):
 def _worker_event(kind, worker_id):
     try:
         import os
-        ch.send(b"%s %d %d %d %d %d\n" % (kind, ch.mono(), ch.pid, ch.tid(), worker_id, os.getppid()))
+        ch.send(b"%s %d %s %d %d\n" % (kind, ch.mono(), ch.who(), worker_id, os.getppid()))
     except Exception as e:
         _fail(e)
 
