@@ -33,4 +33,9 @@ const GlobalOptions& global_options();
 // commands.cpp: the one list of subcommands.
 void add_all_commands(CLI::App& app, CommandList& commands);
 
+void add_record(CLI::App& app, CommandList& commands);
+void add_export(CLI::App& app, CommandList& commands);
+void add_dump(CLI::App& app, CommandList& commands);
+void add_rules(CLI::App& app, CommandList& commands);
+
 }  // namespace sprof::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sprof/result.hpp"
@@ -15,6 +16,7 @@
 namespace sprof::store {
 
 // cProfile's function label: (co_filename, co_firstlineno, co_name); built-ins are ("~", 0, name).
+// Strings are UTF-8 (lone surrogates kept as CPython's "surrogatepass" encodes them).
 struct FunctionKey {
   std::string file;
   int64_t line = 0;
@@ -27,6 +29,9 @@ struct FunctionKey {
 struct FunctionKeyHash {
   size_t operator()(const FunctionKey& key) const noexcept;
 };
+
+// The hash FunctionKeyHash returns, from the parts (the reader hashes keys it has not copied yet).
+uint64_t hash_function_key(std::string_view file, int64_t line, std::string_view name) noexcept;
 
 // One entry of a function's callers dict. cProfile writes the tuple (nc, cc, tt, ct) — nc first;
 // the older `profile` module writes a plain int call count (is_count = true, only nc used).
@@ -47,6 +52,52 @@ struct FunctionStats {
   std::vector<std::pair<FunctionKey, CallerStats>> callers;
 };
 
+namespace detail {
+
+// Open-addressing map from a 64-bit key hash to a position in some vector; the owner compares
+// the keys at candidate positions (several keys may share a hash).
+class HashSlots {
+ public:
+  static constexpr uint32_t npos = UINT32_MAX;
+
+  void clear() { slots_.clear(); count_ = 0; }
+  // Empty, sized for `expected` keys, reusing the memory it has.
+  void reset(size_t expected);
+  size_t size() const { return count_; }
+  void reserve(size_t n);
+  // The position whose key `equal(position)` accepts among those stored under `hash`, or npos.
+  template <class Equal>
+  uint32_t find(uint64_t hash, Equal&& equal) const {
+    if (slots_.empty()) return npos;
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& slot = slots_[i];
+      if (slot.position == npos) return npos;
+      if (slot.hash == hash && equal(slot.position)) return slot.position;
+    }
+  }
+  // Store `position` under `hash` (the caller has checked that its key is not there yet).
+  void insert(uint64_t hash, uint32_t position);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t position = npos;
+  };
+  void rehash(size_t capacity);
+  std::vector<Slot> slots_;  // power-of-two size, at most half full
+  size_t count_ = 0;
+};
+
+// Per-function lookup of callers, built when StatsTable::add first merges into the function.
+struct CallerIndex {
+  bool valid = false;
+  std::vector<uint64_t> hashes;  // hash of each callers[i].first
+  HashSlots slots;               // used once the callers list is long
+};
+
+}  // namespace detail
+
 // A loaded stats dict. Entries keep the order of the file (Python dict order).
 class StatsTable {
  public:
@@ -55,23 +106,47 @@ class StatsTable {
   const std::vector<Entry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
+  void reserve(size_t n);
 
   // Find or create the entry for key (new keys go to the end, as in a Python dict).
+  // The reference is valid until the next call that adds entries (add, add_bytes, operator[]).
   FunctionStats& operator[](const FunctionKey& key);
   const FunctionStats* find(const FunctionKey& key) const;
 
   // pstats.Stats.add: counts and times summed per function, callers merged with add_callers.
+  // Python raises TypeError where one side has a tuple for a caller and the other an int; here
+  // the int n counts as (n, n, 0.0, 0.0). Counts saturate at the int64 limits instead of growing.
   void add(const StatsTable& other);
+  // add(parse_pstats(bytes, source)) without building the intermediate table. On error the
+  // table is unchanged.
+  Status add_bytes(std::string_view bytes, const std::string& source);
+  Status add_file(const std::filesystem::path& path);
 
-  // Totals as pstats computes them: total_calls, prim_calls, total_tt (sum of tt).
+  // Totals as pstats computes them: total_calls, prim_calls, total_tt (sum of tt). total_tt
+  // follows pstats' own float arithmetic: the sum over the file in file order, and on add the
+  // running total plus the other table's total (not a re-summation of the merged entries).
   int64_t total_calls() const;
   int64_t primitive_calls() const;
   double total_tt() const;
 
  private:
+  friend struct StatsTableAccess;  // the reader and writer (lib/src/store)
+
+  uint32_t find_position(const FunctionKey& key, uint64_t hash) const;
+  uint32_t append(FunctionKey key, uint64_t hash);
+  detail::CallerIndex& caller_index(uint32_t position);
+
   std::vector<Entry> entries_;
-  std::unordered_map<FunctionKey, size_t, FunctionKeyHash> index_;
+  std::vector<uint64_t> hashes_;  // hash_function_key of entries_[i].first
+  detail::HashSlots index_;
+  std::vector<detail::CallerIndex> caller_index_;  // parallel to entries_
+  double total_tt_ = 0.0;
+  bool total_tt_tracked_ = false;  // false: total_tt() sums the entries
 };
+
+// Same functions in the same order with the same callers in the same order, counts equal and
+// times bit-for-bit identical (so NaN equals itself and 0.0 differs from -0.0).
+bool identical(const StatsTable& a, const StatsTable& b);
 
 // Parse marshal bytes. `source` names the file in error messages. Rejects what pstats would
 // reject (non-dict top level, malformed keys/values) and marshal types pstats never writes.

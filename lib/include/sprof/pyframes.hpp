@@ -44,16 +44,23 @@ struct ThreadStack {
   bool on_cpu = false;            // /proc/PID/task/TID/stat state 'R', read before any pause
   bool holds_gil = false;
   std::vector<Frame> frames;      // leaf (innermost) first
+  bool truncated = false;         // deeper than kMaxFrames (4096): only the innermost frames kept
+  int64_t interpreter_id = 0;     // PyInterpreterState id (0: main interpreter)
 };
 
 struct SampleOptions {
   bool blocking = false;  // pause the threads that have a PyThreadState while reading
+  // Non-blocking only: how often a thread's stack is re-read when it changed during the read
+  // before it is dropped as invalid.
+  int retries = 2;
 };
 
 // Counters a caller reports as sampling health.
 struct ReadStats {
   uint64_t thread_samples = 0;
   uint64_t invalid = 0;  // torn or spliced chains, failed reads: dropped, not returned
+  uint64_t retried = 0;  // stacks that changed under a non-blocking read and were read again
+  uint64_t truncated = 0;  // stacks deeper than the frame cap (returned, innermost frames only)
 };
 
 class PythonProcess {

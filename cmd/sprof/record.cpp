@@ -1,0 +1,135 @@
+// sprof record: sample a command (or a running process) and write a profile directory.
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "sprof/profile_samples.hpp"
+#include "sprof/record.hpp"
+#include "sprof/sample_report.hpp"
+
+namespace sprof::cli {
+namespace {
+
+struct RecordFlags {
+  launch::RecordOptions options;
+  std::vector<std::string> command;
+  bool blocking = false;
+  bool nonblocking = false;
+  bool idle = false;
+  bool gil = false;
+  std::string output;
+};
+
+// One status line on a terminal, rewritten in place.
+class StatusLine : public launch::RecordHooks {
+ public:
+  void on_progress(const launch::RecordProgress& p) override {
+    double share = p.samples + p.invalid == 0 ? 0.0 : 100.0 * double(p.invalid) / double(p.samples + p.invalid);
+    fmt::print(stderr, "\rsprof: {:.1f} s, {} samples, {} process{}, {} thread{}, {:.1f}% invalid\x1b[K", p.elapsed_s,
+               p.samples, p.processes, p.processes == 1 ? "" : "es", p.threads, p.threads == 1 ? "" : "s", share);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  Status on_finish(const std::filesystem::path&, store::Manifest&) override {
+    clear();
+    return {};
+  }
+  void clear() {
+    if (shown_) fmt::print(stderr, "\r\x1b[K");
+    shown_ = false;
+  }
+
+ private:
+  bool shown_ = false;
+};
+
+std::string shorten(const std::string& path, size_t max) {
+  if (path.size() <= max) return path;
+  return "..." + path.substr(path.size() - (max - 3));
+}
+
+void print_summary(const launch::RecordResult& result, const RecordFlags& flags) {
+  auto profile = store::load_profile_samples(result.output_dir);
+  if (!profile.ok()) {
+    spdlog::warn("cannot read back the profile for the summary: {}", profile.error().message);
+    return;
+  }
+  report::SampleFilter filter;
+  filter.include_idle = flags.idle;
+  filter.gil_only = flags.gil;
+  report::SampleSummary s = report::summarize(*profile, filter, 10);
+  const auto& h = result.manifest.health;
+  fmt::print(stderr, "sprof: sampled {:.1f} s: {} samples from {} process{}, {} thread{}; {:.2f}% invalid ({} of {})\n",
+             s.duration_s, s.samples, s.processes, s.processes == 1 ? "" : "es", s.threads, s.threads == 1 ? "" : "s",
+             100.0 * s.invalid_share, s.invalid, s.samples + s.invalid);
+  if (h.behind_warnings > 0 || h.late_ticks > h.ticks / 10) {
+    fmt::print(stderr, "sprof: sampling ran late: {} of {} ticks late, worst {:.1f} ms; achieved {:.0f} Hz of {:.0f}\n",
+               h.late_ticks, h.ticks, h.max_lag_ms, h.achieved_rate_hz, result.manifest.rate_hz);
+  }
+  if (!s.top.empty() && s.kept_s > 0) {
+    std::string what = flags.gil ? "GIL-holding samples" : (flags.idle ? "all samples" : "idle samples excluded");
+    fmt::print(stderr, "Top functions by self time ({}, {:.2f} s):\n", what, s.kept_s);
+    fmt::print(stderr, "  {:>6}  {:>6}  {:>9}  {}\n", "self%", "total%", "self s", "function (file:line)");
+    for (const auto& f : s.top) {
+      fmt::print(stderr, "  {:>5.1f}%  {:>5.1f}%  {:>9.3f}  {} ({}:{})\n", 100.0 * f.self_s / s.kept_s,
+                 100.0 * f.total_s / s.kept_s, f.self_s, f.name, shorten(f.file, 60), f.first_line);
+    }
+  }
+}
+
+}  // namespace
+
+void add_record(CLI::App& app, CommandList& commands) {
+  auto flags = std::make_shared<RecordFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "record", "Run a command (after --) or attach to --pid, sample its Python stacks, write a profile directory");
+  sub->add_option("-r,--rate", flags->options.rate_hz, "Samples per second (exponentially jittered)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 100000.0));
+  sub->add_option("-d,--duration", flags->options.duration_s, "Stop sampling after this many seconds (default: until the target exits)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("-p,--pid", flags->options.attach_pid, "Attach to this running process instead of starting a command")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("-o,--output", flags->output, "Profile directory (default: sprof-<pid>-<UTC time>)");
+  sub->add_flag("--force", flags->options.force, "Replace an existing profile directory");
+  sub->add_flag("--subprocesses", flags->options.subprocesses, "Also sample descendant processes (DataLoader workers, spawn, torchrun)");
+  sub->add_flag("--idle", flags->idle, "Include idle threads in the summary");
+  sub->add_flag("--gil", flags->gil, "Only count threads holding the GIL in the summary");
+  auto* blocking = sub->add_flag("--blocking", flags->blocking, "Pause Python threads while reading their stacks");
+  auto* nonblocking =
+      sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
+  blocking->excludes(nonblocking);
+  sub->add_option("command", flags->command, "The command to run, after --");
+
+  commands.push_back({sub, [flags]() -> Result<int> {
+    if (flags->command.empty() && flags->options.attach_pid == 0) {
+      return make_error(ErrorKind::usage, "record needs a command after -- or --pid PID (see sprof record --help)");
+    }
+    if (!flags->command.empty() && flags->options.attach_pid != 0) {
+      return make_error(ErrorKind::usage, "record takes either a command or --pid, not both");
+    }
+    flags->options.command = flags->command;
+    flags->options.blocking = flags->blocking;
+    flags->options.output_dir = flags->output;
+
+    StatusLine status;
+    std::vector<launch::RecordHooks*> hooks;
+    if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    auto result = launch::record(flags->options, hooks);
+    status.clear();
+    if (!result.ok()) return std::move(result).error();
+    if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
+    if (!global_options().quiet) {
+      if (result->sampled_any) print_summary(*result, *flags);
+      fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
+    }
+    return result->exit_code;
+  }});
+}
+
+}  // namespace sprof::cli

@@ -1,0 +1,96 @@
+#pragma once
+// <out>/sprof.json: what was recorded, how, and how well (man/sprof.1, PROFILE DIRECTORY).
+// record writes it when it starts (state "recording") and rewrites it atomically at the end
+// (state "complete"); a profile whose manifest still says "recording" was cut short, and its
+// sample logs hold everything up to their last complete chunk.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sprof/result.hpp"
+
+namespace sprof::store {
+
+inline constexpr int kManifestSchemaVersion = 1;
+inline constexpr std::string_view kManifestFileName = "sprof.json";
+
+struct ManifestProcess {
+  int32_t pid = 0;
+  int32_t ppid = 0;
+  std::string node_id;         // "<pid>-<host>", smdebug's spelling
+  std::string python_version;  // empty when it never became a Python sprof could read
+  std::string executable;
+  std::vector<std::string> cmdline;
+  std::string rank;            // $RANK of the process (torchrun), if set
+  std::string sample_log;      // relative to the profile directory; empty when nothing was sampled
+  int64_t attach_ns = 0;       // CLOCK_MONOTONIC; 0 if never attached
+  int64_t detach_ns = 0;
+  uint64_t samples = 0;        // thread samples logged
+  uint64_t invalid = 0;        // thread samples dropped as torn
+  uint32_t threads = 0;
+  std::string error;           // why it could not be sampled, when it could not
+};
+
+struct SamplingHealth {
+  uint64_t ticks = 0;           // sampling instants
+  uint64_t thread_samples = 0;  // valid thread samples logged
+  uint64_t invalid = 0;         // thread samples dropped as torn or inconsistent
+  uint64_t late_ticks = 0;      // ticks taken more than one mean interval late
+  double max_lag_ms = 0;        // worst lateness of a tick
+  uint64_t behind_warnings = 0; // "behind in sampling" warnings given
+  double achieved_rate_hz = 0;  // ticks / sampled seconds
+  double sampler_cpu_s = 0;     // sprof's own CPU time (user + system)
+  double mean_tick_us = 0;      // mean wall time to take one tick (all processes)
+  double invalid_share() const {
+    uint64_t total = thread_samples + invalid;
+    return total == 0 ? 0.0 : double(invalid) / double(total);
+  }
+};
+
+struct Manifest {
+  int schema_version = kManifestSchemaVersion;
+  std::string sprof_version;
+  std::string state = "recording";  // "recording" until record finishes, then "complete"
+  std::string mode;                 // "launch" or "attach"
+  std::vector<std::string> command; // launch: the command line
+  int32_t target_pid = 0;           // launched or attached process
+  std::string host;
+
+  // One (monotonic, realtime) pair read back to back at start; convert sample times with
+  // epoch_ns = t - clock_monotonic_ns + clock_realtime_ns.
+  int64_t clock_monotonic_ns = 0;
+  int64_t clock_realtime_ns = 0;
+  int64_t start_ns = 0;  // CLOCK_MONOTONIC
+  int64_t end_ns = 0;
+
+  double rate_hz = 0;
+  bool blocking = false;
+  bool subprocesses = false;
+  std::string jitter = "exponential";
+
+  std::vector<ManifestProcess> processes;
+  SamplingHealth health;
+  std::optional<int> exit_status;  // the launched command's exit status (128+N for signal N)
+  std::optional<int> exit_signal;
+  std::vector<std::string> errors;
+
+  // Sections other stages add (bootstrap, sysmon, ...): top-level key -> JSON text.
+  std::vector<std::pair<std::string, std::string>> extra;
+
+  int64_t to_epoch_us(int64_t monotonic_ns) const {
+    return (monotonic_ns - clock_monotonic_ns + clock_realtime_ns) / 1000;
+  }
+  std::vector<std::string> node_ids() const;
+};
+
+// Writes <dir>/sprof.json atomically (temporary file + rename).
+Status write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
+Result<Manifest> read_manifest(const std::filesystem::path& dir);
+
+}  // namespace sprof::store

@@ -1,0 +1,37 @@
+#pragma once
+// All sample logs of a profile directory (<dir>/samples/<node_id>/samples.log), with the
+// manifest when there is one. The logs are found by listing the directory, not from the
+// manifest, so a profile whose recording was killed still reads.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprof/manifest.hpp"
+#include "sprof/result.hpp"
+#include "sprof/sample_log.hpp"
+
+namespace sprof::store {
+
+struct ProcessSamples {
+  std::string node_id;
+  std::filesystem::path path;
+  SampleLog log;
+  const ManifestProcess* process = nullptr;  // its manifest entry, if any
+};
+
+struct ProfileSamples {
+  std::filesystem::path dir;
+  std::optional<Manifest> manifest;
+  std::vector<ProcessSamples> processes;  // ordered by pid
+
+  ProfileSamples() = default;
+  ProfileSamples(ProfileSamples&&) = default;
+  ProfileSamples& operator=(ProfileSamples&&) = default;
+};
+
+// Fails (bad_input) when `dir` is not a sprof profile (neither sprof.json nor samples/).
+Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir);
+
+}  // namespace sprof::store

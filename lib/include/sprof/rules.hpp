@@ -1,0 +1,89 @@
+#pragma once
+// SageMaker Debugger's built-in profiler rules (ProfilerReport and its eleven sub-rules), run offline
+// over a profile directory: system metrics plus the framework timeline. Algorithms, defaults,
+// parameter validation and report shapes follow smdebug's rule code (reference/rules.md); three known
+// smdebug bugs are fixed unless compat_smdebug is set.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sprof/result.hpp"
+#include "sprof/system_metrics.hpp"
+#include "sprof/trace_events.hpp"
+
+namespace sprof::rules {
+
+enum class RuleStatus { issues_found, no_issues_found, no_data };
+const char* to_string(RuleStatus status);  // "IssuesFound", "NoIssuesFound", "NoData"
+
+enum class ParamKind {
+  percent,   // a number in [0, 100]
+  positive,  // a number > 0
+  count,     // an integer > 0
+  mode,      // a string, or None (unset)
+};
+
+struct ParamInfo {
+  std::string name;           // lower case, as in `<Rule>_<name>`
+  ParamKind kind = ParamKind::positive;
+  std::string default_value;  // as smdebug prints it ("50", "0.2", "None")
+  std::string description;
+};
+
+struct RuleInfo {
+  std::string name;            // canonical, e.g. "CPUBottleneck"
+  std::string description;     // one sentence
+  std::string recommendation;  // what to do when it finds issues
+  std::vector<ParamInfo> params;
+  bool overridable = true;     // accepts `<Rule>_<param>` overrides (smdebug: all but OverallFrameworkMetrics)
+};
+
+// ProfilerReport first, then the eleven sub-rules in the order ProfilerReport runs them.
+const std::vector<RuleInfo>& rule_catalog();
+
+struct RulesOptions {
+  std::vector<std::string> rules;   // rule names, case-insensitive; empty means ProfilerReport (all)
+  std::vector<std::string> params;  // "<Rule>_<param>=<value>" (ProfilerReport's override syntax)
+  bool compat_smdebug = false;      // reproduce smdebug's numbers, bugs included
+};
+
+struct RuleResult {
+  std::string rule;
+  RuleStatus status = RuleStatus::no_data;
+  // smdebug's report fields.
+  int64_t triggered = 0;
+  int64_t violations = 0;
+  int64_t datapoints = 0;
+  std::string details_json = "{}";  // the Details object, JSON text
+  std::string rule_parameters;      // "k:v\nk:v"
+  // For people: one line of evidence (or why there was no data) and what to do.
+  std::string evidence;
+  std::string recommendation;
+};
+
+// smdebug's <Rule>.json content: {"RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters"}.
+std::string report_json(const RuleResult& result);
+
+struct RulesInput {
+  std::vector<store::SystemMetric> system;  // smdebug's order (file timestamp, then line)
+  std::vector<store::TraceEvent> framework;
+  std::vector<std::string> warnings;        // trace files skipped while loading
+};
+
+// Reads <profile>/system and <profile>/framework. A path that is not a directory, or a directory with
+// neither, is bad_input; a corrupt metrics line is bad_input naming file and line.
+Result<RulesInput> load_rules_input(const std::filesystem::path& profile_dir);
+
+// Checks rule names and parameters first (usage errors that list the valid names), then runs the
+// selected rules. ProfilerReport (the default) runs all eleven sub-rules and comes first in the result.
+Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOptions& options);
+
+// Writes what SageMaker writes: <out>/rule-output/ProfilerReport-<epoch_s>/profiler-output/
+// profiler-reports/<Rule>.json for every sub-rule, plus rules-summary.json (sprof's: statuses and
+// counts) beside profiler-reports/. Returns the profiler-output directory.
+Result<std::filesystem::path> write_rule_output(const std::filesystem::path& out_dir,
+                                                const std::vector<RuleResult>& results, int64_t epoch_s);
+
+}  // namespace sprof::rules

@@ -1,0 +1,113 @@
+#include "launch/proc.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace sprof::launch {
+namespace {
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The fields after "comm" in /proc/PID/stat ("S 1234 ..."), or empty.
+std::string stat_tail(pid_t pid) {
+  std::string stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return {};
+  return stat.substr(close + 2);
+}
+
+}  // namespace
+
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(task_dir.c_str());
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::istringstream children(read_small_file(task_dir + "/" + e->d_name + "/children"));
+    pid_t child = 0;
+    while (children >> child) out.push_back(child);
+  }
+  closedir(dir);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+bool is_running(pid_t pid) {
+  std::string tail = stat_tail(pid);
+  return !tail.empty() && tail[0] != 'Z' && tail[0] != 'X';
+}
+
+std::optional<pid_t> parent_of(pid_t pid) {
+  std::istringstream in(stat_tail(pid));
+  std::string state;
+  pid_t ppid = 0;
+  if (in >> state >> ppid) return ppid;
+  return std::nullopt;
+}
+
+std::string exe_of(pid_t pid) {
+  char buf[4096];
+  std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, size_t(n));
+}
+
+std::vector<std::string> cmdline_of(pid_t pid) {
+  std::string raw = read_small_file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    out.push_back(raw.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::optional<std::string> environment_variable(pid_t pid, const std::string& name) {
+  std::string raw = read_small_file("/proc/" + std::to_string(pid) + "/environ");
+  std::string prefix = name + "=";
+  size_t start = 0;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    if (raw.compare(start, prefix.size(), prefix) == 0) return raw.substr(start + prefix.size(), end - start - prefix.size());
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string node_host() {
+  std::string host;
+  auto config = nlohmann::json::parse(read_small_file("/opt/ml/input/config/resourceconfig.json"), nullptr, false);
+  if (config.is_object() && config.contains("current_host") && config["current_host"].is_string()) {
+    host = config["current_host"].get<std::string>();
+  }
+  if (host.empty()) {
+    char name[256] = {};
+    if (gethostname(name, sizeof name - 1) == 0) host = name;
+  }
+  if (host.empty()) host = "localhost";
+  std::replace(host.begin(), host.end(), '_', '-');
+  return host;
+}
+
+}  // namespace sprof::launch

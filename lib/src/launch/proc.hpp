@@ -1,0 +1,23 @@
+#pragma once
+// The few /proc facts record needs about processes it follows.
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sprof::launch {
+
+// Direct children of `pid` (of any of its threads), from /proc/PID/task/*/children.
+std::vector<pid_t> children_of(pid_t pid);
+// True while `pid` exists and is not a zombie.
+bool is_running(pid_t pid);
+std::optional<pid_t> parent_of(pid_t pid);
+std::string exe_of(pid_t pid);  // readlink /proc/PID/exe; empty when unreadable
+std::vector<std::string> cmdline_of(pid_t pid);
+std::optional<std::string> environment_variable(pid_t pid, const std::string& name);
+// The host part of smdebug node ids: SageMaker's current_host, else the host name; '_' -> '-'.
+std::string node_host();
+
+}  // namespace sprof::launch

@@ -1,0 +1,552 @@
+#include "launch/record_session.hpp"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "launch/child_process.hpp"
+#include "launch/output_dir.hpp"
+#include "launch/proc.hpp"
+#include "launch/signals.hpp"
+#include "sprof/version.hpp"
+
+namespace sprof::launch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kHousekeepingNs = 20 * kMs;
+constexpr int64_t kDiscoveryNs = 100 * kMs;
+constexpr int64_t kProgressNs = 250 * kMs;
+constexpr int64_t kFlushNs = 1000 * kMs;
+// Attach retries: quick while an interpreter may be starting (after the process appeared or
+// exec'd), then slow for processes that are simply not Python.
+constexpr int64_t kFastWindowNs = 3000 * kMs;
+constexpr int64_t kFirstRetryNs = 5 * kMs;
+constexpr int64_t kFastRetryMaxNs = 50 * kMs;
+constexpr int64_t kSlowRetryNs = 1000 * kMs;
+constexpr int kMaxFailures = 50;
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// The command as a shell would take it back, for messages.
+std::string command_text(const std::vector<std::string>& command) {
+  std::string text;
+  for (const auto& a : command) {
+    if (!text.empty()) text += ' ';
+    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                   "_-./=:,+@%") == std::string::npos;
+    if (plain) {
+      text += a;
+      continue;
+    }
+    text += '\'';
+    for (char c : a) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    text += '\'';
+  }
+  return text;
+}
+
+}  // namespace
+
+RecordSession::RecordSession(RecordOptions options, std::vector<RecordHooks*> hooks, Attacher attacher)
+    : options_(std::move(options)), hooks_(std::move(hooks)), attacher_(std::move(attacher)) {
+  sample_options_.blocking = options_.blocking;
+}
+
+RecordSession::~RecordSession() = default;
+
+RecordSession::Tracked* RecordSession::find(pid_t pid) {
+  for (auto& t : tracked_) {
+    if (t->pid == pid) return t.get();
+  }
+  return nullptr;
+}
+
+RecordSession::Tracked& RecordSession::track(pid_t pid, bool root, int64_t now_ns) {
+  auto t = std::make_unique<Tracked>();
+  t->pid = pid;
+  t->root = root;
+  t->window_start_ns = now_ns;
+  t->next_attempt_ns = now_ns;
+  t->exe = exe_of(pid);
+  t->info.pid = pid;
+  t->info.ppid = parent_of(pid).value_or(0);
+  t->info.node_id = fmt::format("{}-{}", pid, host_);
+  tracked_.push_back(std::move(t));
+  return *tracked_.back();
+}
+
+Result<RecordResult> RecordSession::run() {
+  if (options_.rate_hz <= 0 || options_.rate_hz > 100'000) {
+    return make_error(ErrorKind::usage, "--rate {} is out of range (1 to 100000 Hz)", options_.rate_hz);
+  }
+  if (options_.duration_s < 0) return make_error(ErrorKind::usage, "--duration must not be negative");
+  if (options_.command.empty() == (options_.attach_pid == 0)) {
+    return make_error(ErrorKind::usage, "give either a command after -- or --pid, not both");
+  }
+  host_ = node_host();
+  manifest_.sprof_version = kVersion;
+  manifest_.host = host_;
+  manifest_.rate_hz = options_.rate_hz;
+  manifest_.blocking = options_.blocking;
+  manifest_.subprocesses = options_.subprocesses;
+  // One clock pair, read back to back, converts every monotonic timestamp to epoch time.
+  manifest_.clock_monotonic_ns = monotonic_ns();
+  manifest_.clock_realtime_ns = realtime_ns();
+  // Timer slack would add ~50 µs to every sleep: too much at 10 kHz.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+
+  SignalGuard signals;
+  auto started = options_.attach_pid != 0 ? start_attach() : start_launch();
+  if (!started.ok()) return std::move(started).error();
+  if (started->has_value()) return std::move(**started);  // the command could not be started
+
+  RecordContext context{dir_, options_.attach_pid != 0 ? options_.attach_pid : child_, start_ns_};
+  for (auto* h : hooks_) h->on_start(context);
+  loop();
+  return finish();
+}
+
+Result<std::optional<RecordResult>> RecordSession::start_attach() {
+  pid_t pid = options_.attach_pid;
+  if (!is_running(pid)) return make_error(ErrorKind::usage, "--pid {}: no such process", pid);
+  manifest_.mode = "attach";
+  manifest_.target_pid = pid;
+  dir_ = options_.output_dir.empty() ? fs::path(default_output_name(pid, manifest_.clock_realtime_ns))
+                                     : options_.output_dir;
+  SPROF_TRY_STATUS(check_output_dir(dir_, options_.force));
+  // An interpreter that is still starting may need a moment; anything else fails at once.
+  Result<std::unique_ptr<pyframes::PythonProcess>> process = attacher_(pid);
+  for (int i = 0; i < 20 && !process.ok() && (process.error().kind == ErrorKind::io ||
+                                                process.error().kind == ErrorKind::runtime); ++i) {
+    usleep(20'000);
+    process = attacher_(pid);
+  }
+  if (!process.ok()) return std::move(process).error();
+  OutputDir output;
+  SPROF_TRY_STATUS(output.create(dir_, options_.force));
+
+  start_ns_ = monotonic_ns();
+  manifest_.start_ns = start_ns_;
+  Tracked& t = track(pid, true, start_ns_);
+  t.info.cmdline = cmdline_of(pid);
+  write_manifest_now();
+  try_attach(t, start_ns_, std::move(process).value());
+  return std::optional<RecordResult>();
+}
+
+Result<std::optional<RecordResult>> RecordSession::start_launch() {
+  manifest_.mode = "launch";
+  manifest_.command = options_.command;
+  if (!options_.output_dir.empty()) SPROF_TRY_STATUS(check_output_dir(options_.output_dir, options_.force));
+
+  // The child waits until released, so the directory can carry its pid and the hooks can
+  // prepare its environment before a single instruction of the command runs.
+  SPROF_TRY(PendingChild child, PendingChild::fork_waiting(options_.command));
+  dir_ = options_.output_dir.empty() ? fs::path(default_output_name(child.pid(), manifest_.clock_realtime_ns))
+                                     : options_.output_dir;
+  OutputDir output;
+  SPROF_TRY_STATUS(output.create(dir_, options_.force));
+  ChildSetup setup;
+  for (auto* h : hooks_) {
+    Status status = h->prepare_child(dir_, setup);
+    if (!status.ok()) {
+      output.rollback();
+      return std::move(status).error();
+    }
+  }
+  manifest_.target_pid = child.pid();
+  start_ns_ = monotonic_ns();
+  manifest_.start_ns = start_ns_;
+  write_manifest_now();
+
+  child_ = child.pid();
+  SignalGuard::forward_to(child_);
+  if (int sig = SignalGuard::take_stop_request(); sig != 0) kill(child_, sig);  // arrived before the fork
+  Status released = child.release(setup);
+  if (!released.ok()) {
+    // The command never ran: say why, leave no half-made profile, exit like a shell would.
+    SignalGuard::forward_to(0);
+    child_ = 0;
+    spdlog::error("{}", released.error().message);
+    output.rollback();
+    RecordResult result;
+    result.exit_code = child.exec_failure_exit_code();
+    return std::optional<RecordResult>(std::move(result));
+  }
+  Tracked& t = track(child_, true, start_ns_);
+  t.exe.clear();  // still sprof's image until exec: let the first look after exec count as a change
+  return std::optional<RecordResult>();
+}
+
+void RecordSession::loop() {
+  timer_ = std::make_unique<sampler::RateTimer>(
+      options_.rate_hz, options_.seed != 0 ? options_.seed : uint64_t(realtime_ns()), start_ns_);
+  deadline_ns_ = options_.duration_s > 0 ? start_ns_ + int64_t(options_.duration_s * 1e9) : INT64_MAX;
+  last_tick_ns_ = start_ns_;
+  int64_t next_housekeeping = start_ns_;
+  while (!stop_) {
+    int64_t now = monotonic_ns();
+    if (now >= timer_->due_ns()) {
+      tick(now);
+      if (timer_->on_tick(now) && now >= next_behind_warning_ns_) {
+        spdlog::warn("sampling fell more than 1 s behind (lag {:.1f} s); results stay unbiased but sparser. "
+                     "Try a lower --rate",
+                     double(timer_->last_lag_ns()) / 1e9);
+        next_behind_warning_ns_ = now + 10'000 * kMs;
+      }
+      now = monotonic_ns();
+    }
+    if (now >= next_housekeeping) {
+      housekeeping(now);
+      next_housekeeping = now + kHousekeepingNs;
+    }
+    if (stop_) break;
+    int64_t wake = std::min({timer_->due_ns(), next_housekeeping, deadline_ns_});
+    if (wake > now) {
+      timespec ts{time_t(wake / 1'000'000'000), long(wake % 1'000'000'000)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: a signal; loop on
+    }
+  }
+}
+
+void RecordSession::tick(int64_t now_ns) {
+  int64_t fallback = now_ns - last_tick_ns_;
+  last_tick_ns_ = now_ns;
+  bool any = false;
+  for (auto& t : tracked_) {
+    if (!t->sampling) continue;
+    any = true;
+    int64_t at = monotonic_ns();
+    Status status = t->sampler->sample(at, fallback, sample_options_);
+    if (!status.ok()) on_sample_error(*t, status.error(), at);
+    ++tick_processes_;
+  }
+  if (any) {
+    ++ticks_;
+    tick_wall_ns_ += monotonic_ns() - now_ns;
+  }
+}
+
+void RecordSession::on_sample_error(Tracked& t, const Error& error, int64_t now_ns) {
+  if (!is_running(t.pid)) {
+    // It exited between two ticks or in the middle of this one: its log ends here.
+    spdlog::debug("pid {} exited ({})", t.pid, error.message);
+    t.running = false;
+    stop_sampling(t, now_ns);
+    return;
+  }
+  // Alive but unreadable: most likely it exec'd another program. Re-attach from scratch.
+  spdlog::debug("pid {}: sampling failed ({}); re-attaching", t.pid, error.message);
+  stop_sampling(t, now_ns);
+  t.last_error = error;
+  if (++t.failures > kMaxFailures) {
+    t.gave_up = true;
+    t.info.error = fmt::format("gave up after {} failed samples: {}", t.failures, error.message);
+    errors_.push_back(fmt::format("pid {}: {}", t.pid, t.info.error));
+    return;
+  }
+  t.attempts = 0;
+  t.window_start_ns = now_ns;
+  t.next_attempt_ns = now_ns;
+}
+
+void RecordSession::stop_sampling(Tracked& t, int64_t now_ns) {
+  if (!t.sampling) return;
+  t.sampling = false;
+  t.info.detach_ns = now_ns;
+  t.sampler->detach();
+}
+
+void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyframes::PythonProcess> ready) {
+  ++t.attempts;
+  auto process = ready ? Result<std::unique_ptr<pyframes::PythonProcess>>(std::move(ready)) : attacher_(t.pid);
+  if (!process.ok()) {
+    t.last_error = process.error();
+    if (process.error().kind == ErrorKind::permission) {
+      // Descendants of sprof are readable unless something odd is going on; do not hammer.
+      t.gave_up = true;
+      t.info.error = process.error().message;
+      return;
+    }
+    bool fast = now_ns - t.window_start_ns < kFastWindowNs;
+    int64_t delay = fast ? std::min(kFastRetryMaxNs, kFirstRetryNs << std::min(t.attempts, 10)) : kSlowRetryNs;
+    t.next_attempt_ns = now_ns + delay;
+    return;
+  }
+
+  std::unique_ptr<pyframes::PythonProcess> py = std::move(process).value();
+  if (!t.sampler) {
+    fs::path rel = fs::path("samples") / t.info.node_id;
+    std::error_code ec;
+    if (fs::exists(dir_ / rel, ec)) rel = fs::path("samples") / fmt::format("{}-{}", t.info.node_id, tracked_.size());
+    fs::create_directories(dir_ / rel, ec);
+    auto writer = store::SampleLogWriter::create(dir_ / rel / std::string(store::kSampleLogFileName));
+    if (!writer.ok()) {
+      t.gave_up = true;
+      t.info.error = writer.error().message;
+      errors_.push_back(writer.error().message);
+      spdlog::error("{}", writer.error().message);
+      return;
+    }
+    t.sampler = std::make_unique<sampler::ProcessSampler>(std::move(writer).value());
+    t.info.sample_log = (rel / std::string(store::kSampleLogFileName)).string();
+  }
+  t.info.python_version = py->version().str();
+  t.info.executable = exe_of(t.pid);
+  t.info.cmdline = cmdline_of(t.pid);
+  t.info.ppid = parent_of(t.pid).value_or(t.info.ppid);
+  t.info.rank = environment_variable(t.pid, "RANK").value_or("");
+  if (t.info.attach_ns == 0) t.info.attach_ns = now_ns;
+  t.info.error.clear();
+  t.exe = t.info.executable;
+  t.last_error.reset();
+  t.sampler->attach(std::move(py), {t.pid, t.info.ppid, t.info.python_version, t.info.executable, now_ns});
+  t.sampling = true;
+  t.ever_attached = true;
+  spdlog::debug("sampling pid {} (Python {}, {})", t.pid, t.info.python_version, t.info.executable);
+  for (auto* h : hooks_) h->on_process(t.info);
+}
+
+void RecordSession::reap_child() {
+  if (child_ <= 0) return;
+  int status = 0;
+  pid_t r = waitpid(child_, &status, WNOHANG);
+  if (r == child_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+    SignalGuard::forward_to(0);
+    child_status_ = exit_code_from_wait_status(status);
+    if (WIFSIGNALED(status)) manifest_.exit_signal = WTERMSIG(status);
+    if (Tracked* t = find(child_)) {
+      t->running = false;
+      stop_sampling(*t, monotonic_ns());
+    }
+    child_ = 0;
+  }
+}
+
+void RecordSession::discover(int64_t now_ns) {
+  // Until something is sampled, look through the command's descendants for the interpreter (a
+  // wrapper script, uv, torchrun); with --subprocesses, keep following all of them.
+  bool any_attached = std::any_of(tracked_.begin(), tracked_.end(), [](const auto& t) { return t->ever_attached; });
+  if (!options_.subprocesses && any_attached) return;
+  for (size_t i = 0; i < tracked_.size(); ++i) {
+    if (!tracked_[i]->running) continue;
+    for (pid_t child : children_of(tracked_[i]->pid)) {
+      if (find(child) == nullptr) track(child, false, now_ns);
+    }
+  }
+}
+
+void RecordSession::housekeeping(int64_t now_ns) {
+  SignalGuard::take_child_event();
+  reap_child();
+  if (manifest_.mode == "launch" && child_ == 0) {
+    stop_ = true;
+    stop_reason_ = "the command exited";
+  }
+  if (int sig = SignalGuard::take_stop_request(); sig != 0) {
+    stop_ = true;
+    stop_reason_ = fmt::format("stopped by {}", strsignal(sig));
+  }
+  if (now_ns >= deadline_ns_) {
+    stop_ = true;
+    stop_reason_ = "duration reached";
+  }
+
+  for (auto& t : tracked_) {
+    if (t->running && !t->sampling && !is_running(t->pid)) t->running = false;
+  }
+  if (manifest_.mode == "attach" && !tracked_.empty() && !tracked_.front()->running) {
+    stop_ = true;
+    stop_reason_ = "the process exited";
+  }
+  if (stop_) return;
+
+  if (now_ns >= next_discovery_ns_) {
+    discover(now_ns);
+    next_discovery_ns_ = now_ns + kDiscoveryNs;
+  }
+
+  bool any_attached = std::any_of(tracked_.begin(), tracked_.end(), [](const auto& t) { return t->ever_attached; });
+  for (size_t i = 0; i < tracked_.size(); ++i) {
+    Tracked& t = *tracked_[i];
+    if (!t.running || t.sampling || t.gave_up) continue;
+    if (!options_.subprocesses && any_attached && !t.ever_attached) continue;
+    std::string exe = exe_of(t.pid);
+    if (exe != t.exe) {  // exec'd: a new program, maybe now an interpreter
+      t.exe = exe;
+      t.attempts = 0;
+      t.window_start_ns = now_ns;
+      t.next_attempt_ns = now_ns;
+    }
+    if (now_ns >= t.next_attempt_ns) try_attach(t, now_ns);
+  }
+
+  for (auto& t : tracked_) {
+    if (!t->sampler) continue;
+    if (t->sampling) t->sampler->housekeeping(now_ns);
+    if (now_ns - t->sampler->log().last_flush_ns() >= kFlushNs) {
+      Status status = t->sampler->log().flush();
+      if (!status.ok()) {
+        spdlog::error("{}", status.error().message);
+        errors_.push_back(status.error().message);
+        stop_sampling(*t, now_ns);
+        t->gave_up = true;
+      }
+    }
+  }
+
+  if (now_ns >= next_progress_ns_) {
+    next_progress_ns_ = now_ns + kProgressNs;
+    RecordProgress p = progress(now_ns);
+    for (auto* h : hooks_) h->on_progress(p);
+  }
+  for (auto* h : hooks_) h->on_housekeeping(now_ns);
+}
+
+RecordProgress RecordSession::progress(int64_t now_ns) const {
+  RecordProgress p;
+  p.elapsed_s = double(now_ns - start_ns_) / 1e9;
+  for (const auto& t : tracked_) {
+    if (!t->sampler) continue;
+    p.samples += t->sampler->samples();
+    p.invalid += t->sampler->invalid();
+    p.threads += int(t->sampler->threads());
+    if (t->sampling) ++p.processes;
+  }
+  return p;
+}
+
+void RecordSession::write_manifest_now() {
+  Status status = store::write_manifest(dir_, manifest_);
+  if (!status.ok()) spdlog::error("{}", status.error().message);
+}
+
+void RecordSession::wait_for_child() {
+  while (child_ > 0) {
+    int status = 0;
+    pid_t r = waitpid(child_, &status, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == child_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      SignalGuard::forward_to(0);
+      child_status_ = exit_code_from_wait_status(status);
+      if (WIFSIGNALED(status)) manifest_.exit_signal = WTERMSIG(status);
+    } else if (r < 0) {
+      break;
+    } else {
+      continue;
+    }
+    child_ = 0;
+  }
+}
+
+Result<RecordResult> RecordSession::finish() {
+  int64_t end = monotonic_ns();
+  spdlog::debug("sampling stopped: {}", stop_reason_);
+  RecordResult result;
+  result.output_dir = dir_;
+  uint64_t samples = 0, invalid = 0;
+  for (auto& t : tracked_) {
+    stop_sampling(*t, end);
+    if (t->sampler) {
+      Status status = t->sampler->log().close();
+      if (!status.ok()) errors_.push_back(status.error().message);
+      t->info.samples = t->sampler->samples();
+      t->info.invalid = t->sampler->invalid();
+      t->info.threads = t->sampler->threads();
+      samples += t->info.samples;
+      invalid += t->info.invalid;
+      result.sampled_any = true;
+    } else if (t->info.error.empty() && t->last_error) {
+      t->info.error = t->last_error->message;
+    }
+    // Non-Python descendants are left out quietly; the command itself is always listed.
+    if (t->ever_attached || t->root) {
+      if (t->info.cmdline.empty()) t->info.cmdline = cmdline_of(t->pid);
+      if (t->info.executable.empty()) t->info.executable = t->exe;
+      manifest_.processes.push_back(t->info);
+    }
+  }
+  if (!result.sampled_any && !tracked_.empty()) {
+    const Tracked& root = *tracked_.front();
+    std::string why = root.last_error ? root.last_error->message : "it exited before an interpreter started";
+    std::string what = manifest_.mode == "launch" ? command_text(options_.command) : fmt::format("pid {}", root.pid);
+    std::string message = fmt::format("{} never became a Python process sprof could read, so nothing was sampled ({})",
+                                      what, why);
+    spdlog::warn("{}", message);
+    errors_.push_back(message);
+  }
+
+  manifest_.end_ns = end;
+  manifest_.errors = errors_;
+  store::SamplingHealth& h = manifest_.health;
+  h.ticks = ticks_;
+  h.thread_samples = samples;
+  h.invalid = invalid;
+  h.late_ticks = timer_ ? timer_->late_ticks() : 0;
+  h.max_lag_ms = timer_ ? double(std::max<int64_t>(timer_->max_lag_ns(), 0)) / 1e6 : 0;
+  h.behind_warnings = timer_ ? timer_->behind_events() : 0;
+  h.achieved_rate_hz = end > start_ns_ ? double(ticks_) / (double(end - start_ns_) / 1e9) : 0;
+  h.mean_tick_us = ticks_ > 0 ? double(tick_wall_ns_) / double(ticks_) / 1e3 : 0;
+  h.sampler_cpu_s = cpu_seconds();
+  manifest_.state = "complete";
+
+  for (auto* hook : hooks_) {
+    Status status = hook->on_finish(dir_, manifest_);
+    if (!status.ok()) {
+      spdlog::error("{}", status.error().message);
+      manifest_.errors.push_back(status.error().message);
+    }
+  }
+  if (child_status_) manifest_.exit_status = child_status_;
+  write_manifest_now();
+
+  if (manifest_.mode == "launch") {
+    if (child_ > 0) {
+      spdlog::info("sampling stopped ({}); waiting for {} to exit", stop_reason_, command_text(options_.command));
+      wait_for_child();
+      manifest_.exit_status = child_status_;
+      write_manifest_now();
+    }
+    result.exit_code = child_status_.value_or(1);
+  }
+  result.manifest = manifest_;
+  return result;
+}
+
+Result<RecordResult> record(const RecordOptions& options, const std::vector<RecordHooks*>& hooks) {
+  RecordSession session(options, hooks, [](pid_t pid) { return pyframes::PythonProcess::attach(pid); });
+  return session.run();
+}
+
+}  // namespace sprof::launch

@@ -1,0 +1,93 @@
+#pragma once
+// One recording: the processes it follows, the sampling loop, and the profile it writes.
+// Single-threaded: ticks, housekeeping (reaping, descendant discovery, attach retries, flushes,
+// thread names, progress) and the hooks all run on the calling thread, so no locks are needed
+// on the sampling path.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampler/process_sampler.hpp"
+#include "sampler/rate_timer.hpp"
+#include "sprof/pyframes.hpp"
+#include "sprof/record.hpp"
+
+namespace sprof::launch {
+
+using Attacher = std::function<Result<std::unique_ptr<pyframes::PythonProcess>>(pid_t)>;
+
+class RecordSession {
+ public:
+  RecordSession(RecordOptions options, std::vector<RecordHooks*> hooks, Attacher attacher);
+  ~RecordSession();
+  Result<RecordResult> run();
+
+ private:
+  struct Tracked {
+    pid_t pid = 0;
+    bool root = false;
+    bool running = true;
+    bool sampling = false;
+    bool ever_attached = false;
+    bool gave_up = false;
+    int attempts = 0;
+    int failures = 0;  // sample() errors while the process was alive (exec, odd reads)
+    int64_t window_start_ns = 0;
+    int64_t next_attempt_ns = 0;
+    std::string exe;
+    std::optional<Error> last_error;
+    std::unique_ptr<sampler::ProcessSampler> sampler;
+    store::ManifestProcess info;
+  };
+
+  // Both return a result only when recording ends before it began (the command could not run).
+  Result<std::optional<RecordResult>> start_attach();
+  Result<std::optional<RecordResult>> start_launch();
+  void loop();
+  void tick(int64_t now_ns);
+  void housekeeping(int64_t now_ns);
+  void reap_child();
+  void discover(int64_t now_ns);
+  void try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyframes::PythonProcess> ready = nullptr);
+  void on_sample_error(Tracked& t, const Error& error, int64_t now_ns);
+  void stop_sampling(Tracked& t, int64_t now_ns);
+  Tracked& track(pid_t pid, bool root, int64_t now_ns);
+  Tracked* find(pid_t pid);
+  RecordProgress progress(int64_t now_ns) const;
+  void write_manifest_now();
+  Result<RecordResult> finish();
+  void wait_for_child();
+
+  RecordOptions options_;
+  std::vector<RecordHooks*> hooks_;
+  Attacher attacher_;
+  pyframes::SampleOptions sample_options_;
+
+  std::filesystem::path dir_;
+  std::string host_;
+  store::Manifest manifest_;
+  std::vector<std::unique_ptr<Tracked>> tracked_;
+  pid_t child_ = 0;           // launch mode: the command, until reaped
+  std::optional<int> child_status_;
+  bool stop_ = false;
+  std::string stop_reason_;
+
+  std::unique_ptr<sampler::RateTimer> timer_;
+  int64_t start_ns_ = 0;
+  int64_t deadline_ns_ = 0;
+  int64_t last_tick_ns_ = 0;
+  int64_t next_discovery_ns_ = 0;
+  int64_t next_progress_ns_ = 0;
+  int64_t next_behind_warning_ns_ = 0;
+  int64_t tick_wall_ns_ = 0;
+  uint64_t ticks_ = 0;
+  uint64_t tick_processes_ = 0;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace sprof::launch

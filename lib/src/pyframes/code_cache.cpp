@@ -1,0 +1,57 @@
+#include "pyframes/code_cache.hpp"
+
+#include "pyframes/remote_objects.hpp"
+
+namespace sprof::pyframes {
+
+uint32_t CodeCache::intern(const std::string& filename, const std::string& name, int32_t first_line) {
+  auto key = std::make_tuple(filename, name, first_line);
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  auto id = static_cast<uint32_t>(infos_.size());
+  infos_.push_back(CodeInfo{id, filename, name, first_line});
+  ids_.emplace(std::move(key), id);
+  return id;
+}
+
+const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
+  uint64_t filename_ptr = load<uint64_t>(header, layout_.co_filename);
+  uint64_t name_ptr = load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name);
+  uint64_t linetable_ptr = load<uint64_t>(header, layout_.co_linetable);
+  int32_t first_line = load<int32_t>(header, layout_.co_firstlineno);
+
+  auto it = records_.find(address);
+  if (it != records_.end()) {
+    const CodeRecord& r = it->second;
+    if (r.filename_ptr == filename_ptr && r.name_ptr == name_ptr && r.linetable_ptr == linetable_ptr &&
+        r.first_line == first_line) {
+      return &r;
+    }
+    records_.erase(it);
+  }
+
+  ++misses_;
+  auto filename = read_str(mem_, filename_ptr, layout_.objects);
+  auto name = read_str(mem_, name_ptr, layout_.objects);
+  auto table = read_bytes(mem_, linetable_ptr, layout_.objects);
+  if (!filename || !name || !table) return nullptr;
+
+  CodeRecord record;
+  record.filename_ptr = filename_ptr;
+  record.name_ptr = name_ptr;
+  record.linetable_ptr = linetable_ptr;
+  record.first_line = first_line;
+  if (layout_.co_code_adaptive != kAbsent) {
+    record.code_units = load<int64_t>(header, layout_.co_code_units);
+  }
+  // 3.12 pushes a trampoline frame with a "<shim>" code object under each eval-loop entry; 3.13's
+  // CALL_ALLOC_AND_ENTER_INIT pushes _Py_InitCleanup (filename and name "__init__", line 0).
+  record.hidden = *filename == "<shim>" || filename->empty() || (first_line == 0 && *filename == "__init__");
+  record.lines = LineTable::decode(layout_.line_format, *table, first_line);
+  record.code_id = intern(*filename, *name, first_line);
+
+  if (records_.size() >= kMaxCachedCodes) records_.clear();
+  return &records_.emplace(address, std::move(record)).first->second;
+}
+
+}  // namespace sprof::pyframes

@@ -1,0 +1,153 @@
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sprof/query.hpp"
+
+namespace sprof::query {
+namespace {
+
+template <class Pred>
+Selection filter(const Selection& records, Pred pred) {
+  Selection out;
+  for (const StatsRecord* record : records) {
+    if (pred(record->name)) out.push_back(record);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool in_step_interval(const StatsDirName& name, double start_step, double end_step,
+                      StepPhase start_phase, StepPhase end_phase) {
+  // Transcribed from StepPythonProfileStats.in_step_interval, including its comparisons of an
+  // int request with the -1/inf of `*` steps.
+  const double self_start = name.start_step_value();
+  const double self_end = name.end_step_value();
+  if (start_step < self_start && end_step > self_end) return true;
+  if (start_step > self_start || end_step < self_end) return false;
+  if (start_step == self_start &&
+      (start_phase == StepPhase::step_end || start_phase == StepPhase::forward_pass_end) &&
+      name.start.phase != start_phase) {
+    return false;
+  }
+  if (end_step == self_end && end_phase == StepPhase::step_start &&
+      name.end.phase != end_phase) {
+    return false;
+  }
+  return true;
+}
+
+bool in_time_interval(const StatsDirName& name, double start_us, double end_us) {
+  return (start_us <= name.start.time_us && name.start.time_us <= end_us) ||
+         (start_us <= name.end.time_us && name.end.time_us <= end_us);
+}
+
+bool has_start_and_end_mode(const StatsDirName& name, ProfileMode start_mode,
+                            ProfileMode end_mode) {
+  return name.start.mode == start_mode && name.end.mode == end_mode;
+}
+
+bool is_pre_step_zero(const StatsDirName& name) { return name.start.phase == StepPhase::start; }
+
+bool is_post_hook_close(const StatsDirName& name) { return name.end.phase == StepPhase::end; }
+
+Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
+                                               std::string_view node) {
+  Selection cprofile;
+  for (const StatsRecord& record : index.records) {
+    if (record.profiler == store::kCprofileName) cprofile.push_back(&record);
+  }
+  if (cprofile.empty()) {
+    return make_error(ErrorKind::bad_input,
+                      "no cProfile stats (python_stats files) under {}; found {} pyinstrument "
+                      "stats files, which sprof lists but does not aggregate",
+                      index.dir.string(), index.records.size());
+  }
+  NodeSelection out;
+  out.node_id = node == kAnyNode ? cprofile.front()->node_id : std::string(node);
+  for (const StatsRecord* record : cprofile) {
+    if (record->node_id == out.node_id) out.records.push_back(record);
+  }
+  if (out.records.empty()) {
+    return make_error(ErrorKind::bad_input, "node '{}' has no cProfile stats under {}; nodes: {}",
+                      out.node_id, index.dir.string(),
+                      fmt::join(store::node_ids(index, store::kCprofileName), ", "));
+  }
+  return out;
+}
+
+Selection select_by_step(const Selection& records, const StepQuery& q) {
+  return filter(records, [&](const StatsDirName& name) {
+    return in_step_interval(name, q.start_step, q.end_step, q.start_phase, q.end_phase) &&
+           has_start_and_end_mode(name, q.mode, q.mode);
+  });
+}
+
+Selection select_by_time(const Selection& records, double start_us, double end_us) {
+  return filter(records,
+                [&](const StatsDirName& name) { return in_time_interval(name, start_us, end_us); });
+}
+
+Selection select_between_modes(const Selection& records, ProfileMode start_mode,
+                               ProfileMode end_mode) {
+  return filter(records, [&](const StatsDirName& name) {
+    return has_start_and_end_mode(name, start_mode, end_mode);
+  });
+}
+
+Selection select_pre_step_zero(const Selection& records) {
+  return filter(records, [](const StatsDirName& name) { return is_pre_step_zero(name); });
+}
+
+Selection select_post_hook_close(const Selection& records) {
+  return filter(records, [](const StatsDirName& name) { return is_post_hook_close(name); });
+}
+
+std::string TrainingPhase::name() const {
+  return fmt::format("{}-{}", store::to_string(start_mode), store::to_string(end_mode));
+}
+
+std::vector<TrainingPhase> training_phases(const Selection& records) {
+  std::vector<TrainingPhase> phases;
+  for (ProfileMode start : store::kAllProfileModes) {
+    for (ProfileMode end : store::kAllProfileModes) {
+      Selection selected = select_between_modes(records, start, end);
+      // smdebug's _aggregate_stats returns None for an empty selection, and None is left out.
+      if (!selected.empty()) phases.push_back(TrainingPhase{start, end, std::move(selected)});
+    }
+  }
+  return phases;
+}
+
+std::string_view to_string(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::initialization: return "initialization";
+    case JobPhase::training_loop: return "training_loop";
+    case JobPhase::finalization: return "finalization";
+  }
+  return "training_loop";
+}
+
+std::vector<JobPhaseGroup> job_phases(const std::vector<TrainingPhase>& phases, Compat compat) {
+  JobPhaseGroup init{JobPhase::initialization, {}};
+  JobPhaseGroup loop{JobPhase::training_loop, {}};
+  JobPhaseGroup final{JobPhase::finalization, {}};
+  for (const TrainingPhase& phase : phases) {
+    JobPhaseGroup* group = &loop;
+    if (phase.start_mode == ProfileMode::pre_step_zero) {
+      group = &init;
+    } else if (phase.end_mode == ProfileMode::post_hook_close) {
+      group = &final;
+    }
+    if (group != &loop && compat == Compat::smdebug) group->parts.clear();
+    group->parts.push_back(phase);
+  }
+  std::vector<JobPhaseGroup> out;
+  if (!init.parts.empty()) out.push_back(std::move(init));
+  out.push_back(std::move(loop));
+  if (!final.parts.empty()) out.push_back(std::move(final));
+  return out;
+}
+
+}  // namespace sprof::query

@@ -1,0 +1,283 @@
+// Loads a profile, checks rule names and parameters, cuts the data into windows and runs the rules.
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "rules/breakdown.hpp"
+#include "rules/registry.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sprof::rules {
+
+const char* to_string(RuleStatus status) {
+  switch (status) {
+    case RuleStatus::issues_found: return "IssuesFound";
+    case RuleStatus::no_issues_found: return "NoIssuesFound";
+    case RuleStatus::no_data: return "NoData";
+  }
+  return "NoData";
+}
+
+std::string report_json(const RuleResult& result) {
+  Json report = Json::object();
+  report["RuleTriggered"] = result.triggered;
+  report["Violations"] = result.violations;
+  report["Details"] = Json::parse(result.details_json, nullptr, false);
+  if (report["Details"].is_discarded()) report["Details"] = Json::object();
+  report["Datapoints"] = result.datapoints;
+  report["RuleParameters"] = result.rule_parameters;
+  return report.dump();
+}
+
+Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(profile_dir, ec)) {
+    return make_error(ErrorKind::bad_input, "{} is not a directory", profile_dir.string());
+  }
+  if (!fs::is_directory(profile_dir / "system", ec) && !fs::is_directory(profile_dir / "framework", ec)) {
+    return make_error(ErrorKind::bad_input, "{} is not a profile directory (it has neither system/ nor framework/)",
+                      profile_dir.string());
+  }
+  RulesInput input;
+  SPROF_TRY(input.system, store::read_system_metrics(profile_dir));
+  SPROF_TRY(auto traces, store::read_trace_events(profile_dir));
+  input.framework = std::move(traces.events);
+  input.warnings = std::move(traces.warnings);
+  return input;
+}
+
+namespace {
+
+const RuleDef* find_rule(const std::string& name) {
+  std::string wanted = lower(name);
+  for (const auto& def : rule_definitions()) {
+    if (lower(def.info.name) == wanted) return &def;
+  }
+  return nullptr;
+}
+
+std::string joined_names(bool overridable_only) {
+  std::vector<std::string> names;
+  for (const auto& def : rule_definitions()) {
+    if (!overridable_only || def.info.overridable) names.push_back(def.info.name);
+  }
+  std::sort(names.begin(), names.end());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+Result<std::vector<Params>> resolve_params(const std::vector<std::string>& overrides) {
+  const auto& defs = rule_definitions();
+  std::vector<Params> params;
+  for (const auto& def : defs) params.push_back(default_params(def.info));
+  for (const auto& text : overrides) {
+    size_t eq = text.find('=');
+    if (eq == std::string::npos) {
+      return make_error(ErrorKind::usage, "--param '{}': expected <Rule>_<parameter>=<value>", text);
+    }
+    std::string key = text.substr(0, eq), value = text.substr(eq + 1);
+    if (lower(key) == "opt_out_telemetry") {
+      std::string v = lower(value);
+      if (v != "true" && v != "false" && v != "1" && v != "0") {
+        return make_error(ErrorKind::usage, "--param opt_out_telemetry: '{}' is not true or false", value);
+      }
+      continue;  // sprof sends no telemetry; accepted for ProfilerReport compatibility
+    }
+    size_t underscore = key.find('_');
+    if (underscore == std::string::npos || underscore == 0 || underscore + 1 == key.size()) {
+      return make_error(ErrorKind::usage, "--param '{}': key '{}' does not follow <Rule>_<parameter>", text, key);
+    }
+    std::string rule_name = key.substr(0, underscore);
+    std::string param_name = lower(key.substr(underscore + 1));
+    const RuleDef* def = find_rule(rule_name);
+    if (def == nullptr || !def->info.overridable) {
+      return make_error(ErrorKind::usage,
+                        "--param '{}': {} is not a rule whose parameters can be set; valid rule names (case "
+                        "insensitive): {}",
+                        text, rule_name, joined_names(true));
+    }
+    auto info = std::find_if(def->info.params.begin(), def->info.params.end(),
+                             [&](const ParamInfo& p) { return p.name == param_name; });
+    if (info == def->info.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& p : def->info.params) names.push_back(p.name);
+      return make_error(ErrorKind::usage, "--param '{}': {} is not a parameter of {}; valid parameters: {}", text,
+                        param_name, def->info.name, fmt::join(names, ", "));
+    }
+    SPROF_TRY(ParamValue parsed, parse_param_value(def->info.name, *info, value));
+    params[def - defs.data()].set(param_name, std::move(parsed));
+  }
+  return params;
+}
+
+int64_t to_us(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1e6)); }
+
+// The data in time order (stable: records of one tick keep their file order).
+struct Timeline {
+  std::vector<const store::SystemMetric*> system;
+  std::vector<int64_t> system_us;
+  std::vector<const store::TraceEvent*> framework;
+  int64_t first_us = 0;  // floored to the UTC minute
+  int64_t last_us = 0;
+  bool empty = true;
+};
+
+Timeline make_timeline(const RulesInput& input) {
+  Timeline t;
+  for (const auto& m : input.system) t.system.push_back(&m);
+  std::stable_sort(t.system.begin(), t.system.end(),
+                   [](const auto* a, const auto* b) { return a->timestamp < b->timestamp; });
+  for (const auto* m : t.system) t.system_us.push_back(to_us(m->timestamp));
+  for (const auto& e : input.framework) t.framework.push_back(&e);
+  std::stable_sort(t.framework.begin(), t.framework.end(),
+                   [](const auto* a, const auto* b) { return a->start_us < b->start_us; });
+  if (t.system.empty() && t.framework.empty()) return t;
+  t.empty = false;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  if (!t.system.empty()) {
+    first = std::min(first, t.system_us.front());
+    last = std::max(last, t.system_us.back());
+  }
+  if (!t.framework.empty()) {
+    first = std::min(first, t.framework.front()->start_us);
+    last = std::max(last, t.framework.back()->start_us);
+  }
+  constexpr int64_t minute = 60000000;
+  t.first_us = first >= 0 ? first / minute * minute : -((-first + minute - 1) / minute) * minute;
+  t.last_us = last;
+  return t;
+}
+
+Result<RuleResult> run_one(const RuleDef& def, const Params& params, const RulesInput& input, const Timeline& timeline,
+                           bool compat) {
+  RuleContext context{&input, compat, timeline.first_us};
+  std::unique_ptr<Rule> rule = def.make(params, context);
+  int64_t scan = params.integer("scan_interval_us");
+  if (!timeline.empty) {
+    int64_t windows = (timeline.last_us - timeline.first_us) / scan + 1;
+    if (windows > 20000000) {
+      return make_error(ErrorKind::usage, "{}_scan_interval_us={} cuts this profile into {} windows; use a larger one",
+                        def.info.name, scan, windows);
+    }
+    size_t i_sys = 0, i_fw = 0;
+    Window window;
+    for (int64_t start = timeline.first_us; start <= timeline.last_us; start += scan) {
+      window.start_us = start;
+      window.end_us = start + scan;
+      window.system.clear();
+      window.framework.clear();
+      while (i_sys < timeline.system.size() && timeline.system_us[i_sys] < window.end_us) {
+        window.system.push_back(timeline.system[i_sys++]);
+      }
+      while (i_fw < timeline.framework.size() && timeline.framework[i_fw]->start_us < window.end_us) {
+        window.framework.push_back(timeline.framework[i_fw++]);
+      }
+      rule->on_window(window);
+    }
+  }
+  rule->finish();
+  RuleResult result;
+  result.rule = def.info.name;
+  result.triggered = rule->triggered();
+  result.violations = rule->violations();
+  result.datapoints = rule->datapoints();
+  result.details_json = rule->details().dump();
+  result.rule_parameters = rule->rule_parameters();
+  result.recommendation = def.info.recommendation;
+  if (auto missing = def.missing_input(input)) {
+    result.status = RuleStatus::no_data;
+    result.evidence = *missing;
+  } else {
+    result.status = result.triggered > 0 ? RuleStatus::issues_found : RuleStatus::no_issues_found;
+    result.evidence = rule->evidence();
+  }
+  return result;
+}
+
+}  // namespace
+
+Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOptions& options) {
+  const auto& defs = rule_definitions();
+  bool report = options.rules.empty();
+  std::vector<bool> selected(defs.size(), false);
+  for (const auto& name : options.rules) {
+    if (lower(name) == "profilerreport") {
+      report = true;
+      continue;
+    }
+    const RuleDef* def = find_rule(name);
+    if (def == nullptr) {
+      return make_error(ErrorKind::usage, "unknown rule '{}'; valid rules (case insensitive): ProfilerReport, {}", name,
+                        joined_names(false));
+    }
+    selected[def - defs.data()] = true;
+  }
+  if (report) std::fill(selected.begin(), selected.end(), true);
+  SPROF_TRY(auto params, resolve_params(options.params));
+  for (const auto& text : options.params) {
+    size_t underscore = text.find('_');
+    const RuleDef* def = underscore == std::string::npos ? nullptr : find_rule(text.substr(0, underscore));
+    if (def != nullptr && !selected[def - defs.data()]) {
+      spdlog::warn("--param {} applies to {}, which is not selected", text, def->info.name);
+    }
+  }
+
+  Timeline timeline = make_timeline(input);
+  std::vector<RuleResult> results;
+  for (size_t i = 0; i < defs.size(); ++i) {
+    if (!selected[i]) continue;
+    SPROF_TRY(auto result, run_one(defs[i], params[i], input, timeline, options.compat_smdebug));
+    results.push_back(std::move(result));
+  }
+  if (report) results.insert(results.begin(), summarize_profiler_report(results));
+  return results;
+}
+
+namespace {
+
+Status write_text(const fs::path& path, const std::string& text) {
+  fs::path temp = path;
+  temp += ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) return make_error(ErrorKind::io, "cannot write {}", temp.string());
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) return make_error(ErrorKind::io, "cannot rename {} to {}: {}", temp.string(), path.string(), ec.message());
+  return {};
+}
+
+}  // namespace
+
+Result<fs::path> write_rule_output(const fs::path& out_dir, const std::vector<RuleResult>& results, int64_t epoch_s) {
+  fs::path output = out_dir / "rule-output" / fmt::format("ProfilerReport-{}", epoch_s) / "profiler-output";
+  fs::path reports = output / "profiler-reports";
+  std::error_code ec;
+  fs::create_directories(reports, ec);
+  if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", reports.string(), ec.message());
+  Json summary = Json::object();
+  summary["rules"] = Json::array();
+  for (const auto& result : results) {
+    summary["rules"].push_back(Json{{"rule", result.rule},
+                                    {"status", to_string(result.status)},
+                                    {"RuleTriggered", result.triggered},
+                                    {"Violations", result.violations},
+                                    {"Datapoints", result.datapoints},
+                                    {"RuleParameters", result.rule_parameters},
+                                    {"evidence", result.evidence}});
+    if (result.rule == "ProfilerReport") continue;  // SageMaker writes the sub-rules' reports only
+    SPROF_TRY_STATUS(write_text(reports / (result.rule + ".json"), report_json(result)));
+  }
+  SPROF_TRY_STATUS(write_text(output / "rules-summary.json", summary.dump(2) + "\n"));
+  return output;
+}
+
+}  // namespace sprof::rules

@@ -1,0 +1,215 @@
+#include "sprof/manifest.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace sprof::store {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json clock_point(const Manifest& m, int64_t monotonic_ns) {
+  ordered_json j;
+  j["monotonic_ns"] = monotonic_ns;
+  j["epoch_us"] = monotonic_ns == 0 ? 0 : m.to_epoch_us(monotonic_ns);
+  return j;
+}
+
+template <class T>
+void get_if(const ordered_json& j, const char* key, T& out) {
+  auto it = j.find(key);
+  if (it != j.end() && !it->is_null()) out = it->get<T>();
+}
+
+}  // namespace
+
+std::vector<std::string> Manifest::node_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& p : processes) {
+    if (!p.sample_log.empty()) ids.push_back(p.node_id);
+  }
+  return ids;
+}
+
+Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
+  ordered_json j;
+  j["schema_version"] = m.schema_version;
+  j["sprof_version"] = m.sprof_version;
+  j["state"] = m.state;
+  j["mode"] = m.mode;
+  j["command"] = m.command;
+  j["target_pid"] = m.target_pid;
+  j["host"] = m.host;
+  j["node_ids"] = m.node_ids();
+  j["clock"] = {{"monotonic_ns", m.clock_monotonic_ns}, {"realtime_ns", m.clock_realtime_ns}};
+  j["start"] = clock_point(m, m.start_ns);
+  j["end"] = clock_point(m, m.end_ns);
+  j["duration_s"] = m.end_ns > m.start_ns ? double(m.end_ns - m.start_ns) / 1e9 : 0.0;
+  j["sampling"] = {{"rate_hz", m.rate_hz},
+                   {"mode", m.blocking ? "blocking" : "nonblocking"},
+                   {"subprocesses", m.subprocesses},
+                   {"jitter", m.jitter}};
+  std::set<std::string> versions;
+  ordered_json processes = ordered_json::array();
+  for (const auto& p : m.processes) {
+    ordered_json jp;
+    jp["pid"] = p.pid;
+    jp["ppid"] = p.ppid;
+    jp["node_id"] = p.node_id;
+    jp["python_version"] = p.python_version;
+    jp["executable"] = p.executable;
+    jp["cmdline"] = p.cmdline;
+    if (!p.rank.empty()) jp["rank"] = p.rank;
+    jp["sample_log"] = p.sample_log;
+    jp["attach_ns"] = p.attach_ns;
+    jp["detach_ns"] = p.detach_ns;
+    jp["samples"] = p.samples;
+    jp["invalid"] = p.invalid;
+    jp["threads"] = p.threads;
+    if (!p.error.empty()) jp["error"] = p.error;
+    processes.push_back(std::move(jp));
+    if (!p.python_version.empty()) versions.insert(p.python_version);
+  }
+  j["python_versions"] = versions;
+  j["processes"] = std::move(processes);
+  const SamplingHealth& h = m.health;
+  j["health"] = {{"ticks", h.ticks},
+                 {"thread_samples", h.thread_samples},
+                 {"invalid", h.invalid},
+                 {"invalid_share", h.invalid_share()},
+                 {"late_ticks", h.late_ticks},
+                 {"max_lag_ms", h.max_lag_ms},
+                 {"behind_warnings", h.behind_warnings},
+                 {"achieved_rate_hz", h.achieved_rate_hz},
+                 {"mean_tick_us", h.mean_tick_us},
+                 {"sampler_cpu_s", h.sampler_cpu_s}};
+  j["exit"] = {{"status", m.exit_status ? ordered_json(*m.exit_status) : ordered_json()},
+               {"signal", m.exit_signal ? ordered_json(*m.exit_signal) : ordered_json()}};
+  j["errors"] = m.errors;
+  for (const auto& [key, text] : m.extra) {
+    auto value = ordered_json::parse(text, nullptr, false);
+    if (value.is_discarded()) {
+      return make_error(ErrorKind::runtime, "manifest section {} is not valid JSON", key);
+    }
+    j[key] = std::move(value);
+  }
+
+  std::string text = j.dump(2) + "\n";
+  auto final_path = dir / kManifestFileName;
+  auto tmp = dir / (std::string(kManifestFileName) + ".tmp");
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(ErrorKind::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      return make_error(ErrorKind::io, "cannot write {}: {}", tmp.string(), std::strerror(err));
+    }
+    p += n;
+    left -= size_t(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    return make_error(ErrorKind::io, "cannot rename {} to {}: {}", tmp.string(), final_path.string(),
+                      std::strerror(errno));
+  }
+  return {};
+}
+
+Result<Manifest> read_manifest(const std::filesystem::path& dir) {
+  auto path = dir / kManifestFileName;
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorKind::bad_input, "cannot open {}: {}", path.string(), std::strerror(errno));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto j = ordered_json::parse(buffer.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return make_error(ErrorKind::bad_input, "{} is not valid JSON", path.string());
+  Manifest m;
+  try {
+    get_if(j, "schema_version", m.schema_version);
+    if (m.schema_version > kManifestSchemaVersion) {
+      return make_error(ErrorKind::unsupported, "{}: manifest schema version {} is newer than this sprof reads ({})",
+                        path.string(), m.schema_version, kManifestSchemaVersion);
+    }
+    get_if(j, "sprof_version", m.sprof_version);
+    get_if(j, "state", m.state);
+    get_if(j, "mode", m.mode);
+    get_if(j, "command", m.command);
+    get_if(j, "target_pid", m.target_pid);
+    get_if(j, "host", m.host);
+    if (auto c = j.find("clock"); c != j.end()) {
+      get_if(*c, "monotonic_ns", m.clock_monotonic_ns);
+      get_if(*c, "realtime_ns", m.clock_realtime_ns);
+    }
+    if (auto s = j.find("start"); s != j.end()) get_if(*s, "monotonic_ns", m.start_ns);
+    if (auto e = j.find("end"); e != j.end()) get_if(*e, "monotonic_ns", m.end_ns);
+    if (auto s = j.find("sampling"); s != j.end()) {
+      get_if(*s, "rate_hz", m.rate_hz);
+      std::string mode;
+      get_if(*s, "mode", mode);
+      m.blocking = mode == "blocking";
+      get_if(*s, "subprocesses", m.subprocesses);
+      get_if(*s, "jitter", m.jitter);
+    }
+    if (auto ps = j.find("processes"); ps != j.end() && ps->is_array()) {
+      for (const auto& jp : *ps) {
+        ManifestProcess p;
+        get_if(jp, "pid", p.pid);
+        get_if(jp, "ppid", p.ppid);
+        get_if(jp, "node_id", p.node_id);
+        get_if(jp, "python_version", p.python_version);
+        get_if(jp, "executable", p.executable);
+        get_if(jp, "cmdline", p.cmdline);
+        get_if(jp, "rank", p.rank);
+        get_if(jp, "sample_log", p.sample_log);
+        get_if(jp, "attach_ns", p.attach_ns);
+        get_if(jp, "detach_ns", p.detach_ns);
+        get_if(jp, "samples", p.samples);
+        get_if(jp, "invalid", p.invalid);
+        get_if(jp, "threads", p.threads);
+        get_if(jp, "error", p.error);
+        m.processes.push_back(std::move(p));
+      }
+    }
+    if (auto h = j.find("health"); h != j.end()) {
+      get_if(*h, "ticks", m.health.ticks);
+      get_if(*h, "thread_samples", m.health.thread_samples);
+      get_if(*h, "invalid", m.health.invalid);
+      get_if(*h, "late_ticks", m.health.late_ticks);
+      get_if(*h, "max_lag_ms", m.health.max_lag_ms);
+      get_if(*h, "behind_warnings", m.health.behind_warnings);
+      get_if(*h, "achieved_rate_hz", m.health.achieved_rate_hz);
+      get_if(*h, "mean_tick_us", m.health.mean_tick_us);
+      get_if(*h, "sampler_cpu_s", m.health.sampler_cpu_s);
+    }
+    if (auto e = j.find("exit"); e != j.end()) {
+      if (auto s = e->find("status"); s != e->end() && s->is_number_integer()) m.exit_status = s->get<int>();
+      if (auto s = e->find("signal"); s != e->end() && s->is_number_integer()) m.exit_signal = s->get<int>();
+    }
+    get_if(j, "errors", m.errors);
+    static const std::set<std::string> known = {
+        "schema_version", "sprof_version", "state", "mode", "command", "target_pid", "host", "node_ids",
+        "clock", "start", "end", "duration_s", "sampling", "python_versions", "processes", "health", "exit", "errors"};
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (known.count(it.key()) == 0) m.extra.emplace_back(it.key(), it.value().dump());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(ErrorKind::bad_input, "{}: unexpected value in the manifest: {}", path.string(), e.what());
+  }
+  return m;
+}
+
+}  // namespace sprof::store

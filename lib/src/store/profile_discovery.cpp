@@ -1,0 +1,282 @@
+// Walks the fixed-depth stats layout. Nothing here recurses without bound, so symbolic-link
+// loops only show up as entries that cannot be stat()ed (ELOOP), reported like any other
+// unreadable entry.
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+
+#include "sprof/profile.hpp"
+
+namespace sprof::store {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_profiler_dir_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower == kCprofileName || lower == kPyinstrumentName;
+}
+
+struct Entry {
+  fs::path path;
+  std::string name;
+  fs::file_type type = fs::file_type::none;  // after following symbolic links
+};
+
+class Walker {
+ public:
+  explicit Walker(ProfileIndex& index) : index_(index) {}
+
+  void problem(const fs::path& path, std::string message) {
+    index_.problems.push_back(Problem{path, std::move(message)});
+  }
+
+  // Children of `dir` sorted by name, with their types resolved; entries that cannot be
+  // resolved (broken links, link loops, permission) are reported and left out.
+  std::vector<Entry> children(const fs::path& dir) {
+    std::vector<Entry> out;
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) {
+      problem(dir, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+      return out;
+    }
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      Entry entry{it->path(), it->path().filename().string(), fs::file_type::none};
+      std::error_code sec;
+      fs::file_status status = fs::status(entry.path, sec);
+      if (sec || status.type() == fs::file_type::not_found) {
+        std::error_code lec;
+        bool link = fs::is_symlink(fs::symlink_status(entry.path, lec));
+        problem(entry.path, fmt::format("cannot read {}: {}{}", entry.path.string(),
+                                        sec ? sec.message() : "no such file or directory",
+                                        link ? " (symbolic link)" : ""));
+        continue;
+      }
+      entry.type = status.type();
+      out.push_back(std::move(entry));
+    }
+    if (ec) problem(dir, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+    std::sort(out.begin(), out.end(),
+              [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    return out;
+  }
+
+  void scan_framework_dir(const fs::path& dir) {
+    for (const Entry& fw : children(dir)) {
+      // framework/ also holds pevents/ and job-end marker files: only look for profilers.
+      if (fw.type != fs::file_type::directory) continue;
+      scan_framework(fw.path, fw.name);
+    }
+  }
+
+  void scan_framework(const fs::path& dir, const std::string& framework) {
+    for (const Entry& profiler : children(dir)) {
+      if (!is_profiler_dir_name(profiler.name)) continue;  // e.g. detailed_profiling/
+      if (profiler.type != fs::file_type::directory) {
+        problem(profiler.path, fmt::format("expected a profiler directory, found a file: {}",
+                                           profiler.path.string()));
+        continue;
+      }
+      scan_profiler(profiler.path, framework);
+    }
+  }
+
+  void scan_profiler(const fs::path& dir, const std::string& framework) {
+    for (const Entry& child : children(dir)) {
+      if (child.type != fs::file_type::directory) {
+        problem(child.path, fmt::format("expected a node directory, found a file: {}",
+                                        child.path.string()));
+        continue;
+      }
+      // Old-format stats dirs sit directly under the profiler directory.
+      auto parsed = parse_stats_dir_name(child.name);
+      if (parsed.ok() && parsed->format == NameFormat::old) {
+        scan_stats_dir(child, framework, parsed->node_id, parsed.value());
+        continue;
+      }
+      scan_node(child.path, framework, child.name);
+    }
+  }
+
+  void scan_node(const fs::path& dir, const std::string& framework, const std::string& node) {
+    for (const Entry& child : children(dir)) {
+      if (child.type != fs::file_type::directory) {
+        problem(child.path, fmt::format("expected a stats directory, found a file: {}",
+                                        child.path.string()));
+        continue;
+      }
+      auto parsed = parse_stats_dir_name(child.name);
+      if (!parsed.ok()) {
+        problem(child.path, fmt::format("skipping {}: not a stats directory name: {}",
+                                        child.path.string(), parsed.error().message));
+        continue;
+      }
+      std::string node_id = parsed->format == NameFormat::old ? parsed->node_id : node;
+      scan_stats_dir(child, framework, node_id, parsed.value());
+    }
+  }
+
+  void scan_stats_dir(const Entry& dir, const std::string& framework, const std::string& node,
+                      const StatsDirName& name) {
+    size_t found = 0;
+    for (const Entry& file : children(dir.path)) {
+      std::string profiler;
+      if (file.name == kCprofileStatsFile) {
+        profiler = kCprofileName;
+      } else if (file.name == kPyinstrumentJsonFile || file.name == kPyinstrumentHtmlFile) {
+        profiler = kPyinstrumentName;
+      } else {
+        continue;  // smdebug: "Unknown file ... found, skipping"
+      }
+      ++found;
+      if (file.type != fs::file_type::regular) {
+        problem(file.path,
+                fmt::format("expected a stats file, found a directory or special file: {}",
+                            file.path.string()));
+        continue;
+      }
+      index_.records.push_back(StatsRecord{profiler, framework, node, dir.name, name, file.path});
+    }
+    if (found == 0) {
+      problem(dir.path, fmt::format("no python_stats, python_stats.json or python_stats.html in {}",
+                                    dir.path.string()));
+    }
+  }
+
+ private:
+  ProfileIndex& index_;
+};
+
+bool is_dir(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+// Which level of the layout `dir` is, judged from what it contains.
+ProfileLevel detect_level(const fs::path& dir) {
+  // A profile root without python stats still has its other parts (or sprof's manifest).
+  std::error_code mec;
+  if (is_dir(dir / "framework") || is_dir(dir / "system") || fs::exists(dir / "sprof.json", mec)) {
+    return ProfileLevel::root;
+  }
+  std::error_code ec;
+  std::vector<fs::path> subdirs;
+  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (is_profiler_dir_name(name) && is_dir(it->path())) return ProfileLevel::framework;
+    if (parse_stats_dir_name(name).ok() &&
+        parse_stats_dir_name(name)->format == NameFormat::current) {
+      return ProfileLevel::node;
+    }
+    subdirs.push_back(it->path());
+  }
+  for (const fs::path& sub : subdirs) {
+    std::error_code sec;
+    for (fs::directory_iterator it(sub, sec); !sec && it != fs::directory_iterator();
+         it.increment(sec)) {
+      if (is_profiler_dir_name(it->path().filename().string()) && is_dir(it->path())) {
+        return ProfileLevel::framework_dir;
+      }
+    }
+  }
+  return ProfileLevel::profiler;
+}
+
+std::string name_of(const fs::path& absolute) {
+  return absolute.filename().string();
+}
+
+}  // namespace
+
+std::string_view to_string(ProfileLevel level) {
+  switch (level) {
+    case ProfileLevel::root: return "profile root";
+    case ProfileLevel::framework_dir: return "framework directory";
+    case ProfileLevel::framework: return "framework/<framework> directory";
+    case ProfileLevel::profiler: return "framework/<framework>/<profiler> directory";
+    case ProfileLevel::node: return "node directory";
+  }
+  return "profile root";
+}
+
+Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions& options) {
+  std::error_code ec;
+  fs::file_status status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::not_found) {
+    return make_error(ErrorKind::bad_input, "profile directory {} does not exist", dir.string());
+  }
+  if (ec) {
+    return make_error(ErrorKind::bad_input, "cannot read profile directory {}: {}", dir.string(),
+                      ec.message());
+  }
+  if (status.type() != fs::file_type::directory) {
+    return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
+  }
+
+  ProfileIndex index;
+  index.dir = dir;
+  index.level = detect_level(dir);
+  // Names derived from the path (framework, node) need the real path, not "." or "x/..".
+  fs::path absolute = fs::absolute(dir, ec).lexically_normal();
+  if (absolute.filename().empty()) absolute = absolute.parent_path();
+
+  Walker walker(index);
+  switch (index.level) {
+    case ProfileLevel::root:
+      if (is_dir(dir / "framework")) walker.scan_framework_dir(dir / "framework");
+      break;
+    case ProfileLevel::framework_dir: walker.scan_framework_dir(dir); break;
+    case ProfileLevel::framework: walker.scan_framework(dir, name_of(absolute)); break;
+    case ProfileLevel::profiler:
+      // smdebug: framework = os.path.basename(os.path.dirname(local_profile_dir)).
+      walker.scan_profiler(dir, name_of(absolute.parent_path()));
+      break;
+    case ProfileLevel::node:
+      walker.scan_node(dir, name_of(absolute.parent_path().parent_path()), name_of(absolute));
+      break;
+  }
+
+  if (options.strict && !index.problems.empty()) {
+    const Problem& first = index.problems.front();
+    std::string more = index.problems.size() > 1
+                           ? fmt::format(" (and {} more problems)", index.problems.size() - 1)
+                           : "";
+    return make_error(ErrorKind::bad_input, "{}{}; --strict makes this an error", first.message,
+                      more);
+  }
+  if (index.records.empty()) {
+    std::string why = index.problems.empty()
+                          ? ""
+                          : fmt::format(" ({} entries skipped, first: {})", index.problems.size(),
+                                        index.problems.front().message);
+    return make_error(ErrorKind::bad_input,
+                      "no python profiling stats under {}: expected "
+                      "framework/<framework>/<profiler>/<node_id>/<stats_dir>/python_stats{}",
+                      dir.string(), why);
+  }
+
+  std::stable_sort(index.records.begin(), index.records.end(),
+                   [](const StatsRecord& a, const StatsRecord& b) {
+                     if (a.name.start.time_us != b.name.start.time_us) {
+                       return a.name.start.time_us < b.name.start.time_us;
+                     }
+                     if (a.node_id != b.node_id) return a.node_id < b.node_id;
+                     return a.path < b.path;
+                   });
+  return index;
+}
+
+std::vector<std::string> node_ids(const ProfileIndex& index, std::string_view profiler) {
+  std::set<std::string> ids;
+  for (const StatsRecord& record : index.records) {
+    if (profiler.empty() || record.profiler == profiler) ids.insert(record.node_id);
+  }
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace sprof::store

@@ -1,0 +1,113 @@
+#pragma once
+// Byte-level constants and varint coding of the sample log (docs/sample-log.md), shared by the
+// writer and the reader.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace sprof::store::samplelog {
+
+inline constexpr char kFileMagic[8] = {'S', 'P', 'R', 'O', 'F', 'L', 'O', 'G'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr size_t kFileHeaderSize = 16;  // magic, u32 version, u32 header size
+
+inline constexpr char kChunkMagic[4] = {'S', 'P', 'C', 'K'};
+inline constexpr size_t kChunkPrefixSize = 12;  // magic, u32 body length, u32 CRC-32 of the body
+inline constexpr uint32_t kMaxChunkBody = 64u << 20;
+
+// Definition records (the first part of a chunk body).
+enum DefTag : uint8_t {
+  kDefString = 0x01,      // varint length, bytes
+  kDefFunction = 0x02,    // varint file string, varint name string, svarint first line
+  kDefFrame = 0x03,       // varint function, svarint line
+  kDefStackNode = 0x04,   // varint parent stack, varint leaf frame
+  kDefThread = 0x05,      // varint python thread id, svarint native tid
+  kDefThreadName = 0x06,  // varint thread, varint name string
+  kDefProcess = 0x07,     // varint pid, varint ppid, varint version string, varint exe string,
+                          // svarint attach time (µs)
+  kDefInvalid = 0x08,     // varint count of dropped thread samples
+};
+
+// Sample records (the second part). Low two bits: the kind; bit 2: an explicit weight follows.
+inline constexpr uint8_t kTickTag = 0x10;        // dt, [weight], n, n entries
+inline constexpr uint8_t kTickRepeatTag = 0x11;  // dt, [weight]; entries as the previous tick
+inline constexpr uint8_t kTickWeightBit = 0x04;
+// Entry: varint (thread << 3 | same_stack << 2 | gil << 1 | idle), then varint stack unless
+// same_stack (the thread's previous stack in this chunk).
+inline constexpr uint32_t kEntrySameStack = 4;
+
+inline void put_u32(std::string& out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = char((v >> (8 * i)) & 0xFF);
+  out.append(b, 4);
+}
+
+inline uint32_t get_u32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(p[i])) << (8 * i);
+  return v;
+}
+
+inline void put_varint(std::string& out, uint64_t v) {
+  char b[10];
+  int n = 0;
+  while (v >= 0x80) {
+    b[n++] = char((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  b[n++] = char(v);
+  out.append(b, size_t(n));
+}
+
+inline uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
+inline int64_t unzigzag(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
+
+inline void put_svarint(std::string& out, int64_t v) { put_varint(out, zigzag(v)); }
+
+// Bounds-checked cursor over untrusted bytes: every read reports failure instead of overrunning.
+class Cursor {
+ public:
+  Cursor(const char* begin, const char* end) : p_(begin), end_(end) {}
+
+  bool done() const { return p_ >= end_; }
+  size_t left() const { return size_t(end_ - p_); }
+
+  bool byte(uint8_t& v) {
+    if (p_ >= end_) return false;
+    v = uint8_t(*p_++);
+    return true;
+  }
+
+  bool varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return false;
+      uint8_t b = uint8_t(*p_++);
+      v |= uint64_t(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return shift < 63 || b <= 1;
+    }
+    return false;
+  }
+
+  bool svarint(int64_t& v) {
+    uint64_t u = 0;
+    if (!varint(u)) return false;
+    v = unzigzag(u);
+    return true;
+  }
+
+  bool bytes(size_t n, std::string_view& out) {
+    if (left() < n) return false;
+    out = std::string_view(p_, n);
+    p_ += n;
+    return true;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace sprof::store::samplelog

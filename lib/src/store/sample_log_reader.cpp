@@ -1,0 +1,326 @@
+// Sample-log reader. The whole file is read into memory (logs are a few bytes per sample); every
+// complete chunk is checksummed and fully validated once at open, so iteration never meets bad
+// bytes and can skip chunks outside a time range without decoding them.
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sprof/sample_log.hpp"
+#include "store/crc32.hpp"
+#include "store/sample_log_format.hpp"
+
+namespace sprof::store {
+
+using namespace samplelog;
+
+namespace {
+
+// Monotonic microseconds stay far below this (it is 35 years); bounding them keeps every
+// conversion to nanoseconds free of overflow on hostile input.
+constexpr int64_t kMaxTimeUs = int64_t(1) << 50;
+
+struct SampleSectionInfo {
+  size_t threads = 0;
+  size_t stacks = 0;
+};
+
+// Decodes one chunk's sample records; emit(record) for each. Returns false on malformed input.
+// `emit` returning is all the control it has: callers filter by time themselves.
+template <class Emit>
+bool decode_samples(const char* begin, const char* end, int64_t first_us, const SampleSectionInfo& info,
+                    std::vector<uint32_t>& last_stack, std::vector<std::pair<uint32_t, uint32_t>>& prev,
+                    uint64_t& count, Emit&& emit) {
+  Cursor c(begin, end);
+  last_stack.assign(info.threads, UINT32_MAX);
+  prev.clear();
+  bool have_prev = false;
+  int64_t t = first_us;
+  count = 0;
+  while (!c.done()) {
+    uint8_t tag = 0;
+    uint64_t dt = 0;
+    if (!c.byte(tag) || !c.varint(dt)) return false;
+    uint8_t kind = tag & ~kTickWeightBit;
+    if (kind != kTickTag && kind != kTickRepeatTag) return false;
+    if (dt > (uint64_t(1) << 40)) return false;  // > 12 days between two samples: corrupt
+    uint64_t weight = dt;
+    if ((tag & kTickWeightBit) != 0 && !c.varint(weight)) return false;
+    if (weight > (uint64_t(1) << 40)) return false;
+    t += int64_t(dt);
+    if (t >= kMaxTimeUs) return false;
+    if (kind == kTickTag) {
+      uint64_t n = 0;
+      if (!c.varint(n) || n > c.left()) return false;  // every entry takes at least one byte
+      prev.clear();
+      for (uint64_t i = 0; i < n; ++i) {
+        uint64_t key = 0;
+        if (!c.varint(key)) return false;
+        uint64_t thread = key >> 3;
+        if (thread >= info.threads) return false;
+        uint64_t stack = 0;
+        if ((key & kEntrySameStack) != 0) {
+          stack = last_stack[thread];
+          if (stack == UINT32_MAX) return false;
+        } else {
+          if (!c.varint(stack) || stack >= info.stacks) return false;
+          last_stack[thread] = uint32_t(stack);
+        }
+        prev.emplace_back(uint32_t(key & ~uint64_t(kEntrySameStack)), uint32_t(stack));
+      }
+      have_prev = true;
+    } else if (!have_prev) {
+      return false;
+    }
+    for (auto [key, stack] : prev) {
+      SampleRecord r;
+      r.time_ns = t * 1000;
+      r.weight_ns = int64_t(weight) * 1000;
+      r.thread = key >> 3;
+      r.stack = stack;
+      r.flags = uint8_t(key & (kSampleIdle | kSampleGil));
+      emit(r);
+    }
+    count += prev.size();
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<SampleLog> SampleLog::open(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorKind::bad_input, "cannot open sample log {}: {}", file.string(), std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return make_error(ErrorKind::io, "cannot read sample log {}", file.string());
+  return parse(std::move(buffer).str(), file.string());
+}
+
+Result<SampleLog> SampleLog::parse(std::string bytes, std::string name) {
+  SampleLog log;
+  log.bytes_ = std::move(bytes);
+  const std::string& b = log.bytes_;
+  log.stack_nodes_.push_back({});  // stack 0: empty
+
+  if (b.size() < kFileHeaderSize) {
+    // A file cut inside its header (killed right after creation) holds no samples yet.
+    if (std::memcmp(b.data(), kFileMagic, std::min(b.size(), sizeof kFileMagic)) == 0) {
+      log.trailing_bytes_ = b.size();
+      log.stop_reason_ = "file ends inside its header";
+      return log;
+    }
+    return make_error(ErrorKind::bad_input, "{} is not a sprof sample log (too short)", name);
+  }
+  if (std::memcmp(b.data(), kFileMagic, sizeof kFileMagic) != 0) {
+    return make_error(ErrorKind::bad_input, "{} is not a sprof sample log (bad magic)", name);
+  }
+  uint32_t version = get_u32(b.data() + 8);
+  uint32_t header_size = get_u32(b.data() + 12);
+  if (version != kFormatVersion) {
+    return make_error(ErrorKind::unsupported, "{}: sample log format version {} is not supported (this sprof reads {})",
+                      name, version, kFormatVersion);
+  }
+  if (header_size < kFileHeaderSize || header_size > b.size()) {
+    return make_error(ErrorKind::bad_input, "{}: bad header size {}", name, header_size);
+  }
+
+  size_t pos = header_size;
+  while (pos < b.size()) {
+    if (b.size() - pos < kChunkPrefixSize) {
+      log.stop_reason_ = "file ends inside a chunk header";
+      break;
+    }
+    if (std::memcmp(b.data() + pos, kChunkMagic, sizeof kChunkMagic) != 0) {
+      log.stop_reason_ = fmt::format("bad chunk magic at byte {}", pos);
+      break;
+    }
+    uint32_t length = get_u32(b.data() + pos + 4);
+    uint32_t crc = get_u32(b.data() + pos + 8);
+    if (length > kMaxChunkBody) {
+      log.stop_reason_ = fmt::format("implausible chunk length {} at byte {}", length, pos);
+      break;
+    }
+    if (b.size() - pos - kChunkPrefixSize < length) {
+      log.stop_reason_ = fmt::format("file ends inside the chunk at byte {}", pos);
+      break;
+    }
+    size_t body = pos + kChunkPrefixSize;
+    if (crc32(b.data() + body, length) != crc) {
+      log.stop_reason_ = fmt::format("checksum mismatch in the chunk at byte {}", pos);
+      break;
+    }
+    Status status = log.load_chunk(body, body + length);
+    if (!status.ok()) {
+      log.stop_reason_ = fmt::format("malformed chunk at byte {}: {}", pos, status.error().message);
+      break;
+    }
+    pos = body + length;
+  }
+  log.trailing_bytes_ = b.size() - pos;
+  return log;
+}
+
+Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
+  // Tables grow as definitions are read; remember their sizes to roll back a bad chunk.
+  const size_t n_processes = processes_.size(), n_strings = strings_.size(), n_functions = functions_.size(),
+               n_frames = frames_.size(), n_threads = threads_.size(), n_nodes = stack_nodes_.size();
+  std::vector<std::pair<size_t, std::string>> renamed;  // (thread, old name) for rollback
+  auto fail = [&](const char* what) -> Status {
+    processes_.resize(n_processes);
+    strings_.resize(n_strings);
+    functions_.resize(n_functions);
+    frames_.resize(n_frames);
+    threads_.resize(n_threads);
+    stack_nodes_.resize(n_nodes);
+    for (auto it = renamed.rbegin(); it != renamed.rend(); ++it) {
+      if (it->first < threads_.size()) threads_[it->first].name = it->second;
+    }
+    return make_error(ErrorKind::bad_input, "{}", what);
+  };
+
+  const char* base = bytes_.data();
+  Cursor c(base + body_begin, base + body_end);
+  uint64_t defs_len = 0, span_us = 0, samples = 0;
+  int64_t first_us = 0;
+  if (!c.varint(defs_len) || !c.svarint(first_us) || !c.varint(span_us) || !c.varint(samples)) {
+    return fail("truncated chunk header");
+  }
+  std::string_view defs;
+  if (first_us < 0 || first_us >= kMaxTimeUs) return fail("chunk time out of range");
+  if (defs_len > c.left() || !c.bytes(size_t(defs_len), defs)) return fail("definitions overrun the chunk");
+  const char* samples_begin = defs.data() + defs.size();
+
+  uint64_t invalid = 0;
+  Cursor d(defs.data(), defs.data() + defs.size());
+  while (!d.done()) {
+    uint8_t tag = 0;
+    if (!d.byte(tag)) return fail("truncated definition");
+    switch (tag) {
+      case kDefString: {
+        uint64_t len = 0;
+        std::string_view s;
+        if (!d.varint(len) || len > d.left() || !d.bytes(size_t(len), s)) return fail("bad string");
+        strings_.emplace_back(s);
+        break;
+      }
+      case kDefFunction: {
+        uint64_t file = 0, fname = 0;
+        int64_t line = 0;
+        if (!d.varint(file) || !d.varint(fname) || !d.svarint(line)) return fail("bad function");
+        if (file >= strings_.size() || fname >= strings_.size()) return fail("function names an unknown string");
+        functions_.push_back({strings_[file], strings_[fname], int32_t(line)});
+        break;
+      }
+      case kDefFrame: {
+        uint64_t function = 0;
+        int64_t line = 0;
+        if (!d.varint(function) || !d.svarint(line)) return fail("bad frame");
+        if (function >= functions_.size()) return fail("frame names an unknown function");
+        frames_.push_back({uint32_t(function), int32_t(line)});
+        break;
+      }
+      case kDefStackNode: {
+        uint64_t parent = 0, frame = 0;
+        if (!d.varint(parent) || !d.varint(frame)) return fail("bad stack");
+        if (parent >= stack_nodes_.size() || frame >= frames_.size()) return fail("stack names an unknown node or frame");
+        stack_nodes_.push_back({uint32_t(parent), uint32_t(frame)});
+        break;
+      }
+      case kDefThread: {
+        uint64_t id = 0;
+        int64_t tid = 0;
+        if (!d.varint(id) || !d.svarint(tid)) return fail("bad thread");
+        threads_.push_back({id, int32_t(tid), {}});
+        break;
+      }
+      case kDefThreadName: {
+        uint64_t thread = 0, tname = 0;
+        if (!d.varint(thread) || !d.varint(tname)) return fail("bad thread name");
+        if (thread >= threads_.size() || tname >= strings_.size()) return fail("thread name names an unknown thread or string");
+        renamed.emplace_back(size_t(thread), threads_[thread].name);
+        threads_[thread].name = strings_[tname];
+        break;
+      }
+      case kDefProcess: {
+        uint64_t pid = 0, ppid = 0, version = 0, exe = 0;
+        int64_t attach_us = 0;
+        if (!d.varint(pid) || !d.varint(ppid) || !d.varint(version) || !d.varint(exe) || !d.svarint(attach_us)) {
+          return fail("bad process");
+        }
+        if (version >= strings_.size() || exe >= strings_.size()) return fail("process names an unknown string");
+        if (attach_us < 0 || attach_us >= kMaxTimeUs) return fail("process attach time out of range");
+        processes_.push_back({int32_t(pid), int32_t(ppid), strings_[version], strings_[exe], attach_us * 1000});
+        break;
+      }
+      case kDefInvalid: {
+        uint64_t n = 0;
+        if (!d.varint(n)) return fail("bad invalid count");
+        invalid += n;
+        break;
+      }
+      default:
+        return fail("unknown definition tag");
+    }
+  }
+
+  // Validate the samples now, so that iteration later cannot fail.
+  SampleSectionInfo info{threads_.size(), stack_nodes_.size()};
+  std::vector<uint32_t> last_stack;
+  std::vector<std::pair<uint32_t, uint32_t>> prev;
+  uint64_t decoded = 0;
+  int64_t last_us = first_us;
+  const char* samples_end = base + body_end;
+  if (!decode_samples(samples_begin, samples_end, first_us, info, last_stack, prev, decoded,
+                      [&](const SampleRecord& r) { last_us = r.time_ns / 1000; })) {
+    return fail("malformed sample records");
+  }
+  if (decoded != samples) return fail("sample count does not match the chunk header");
+  if (decoded > 0 && uint64_t(last_us - first_us) != span_us) return fail("sample times do not match the chunk header");
+
+  if (decoded > 0 && !chunks_.empty() && first_us * 1000 < chunks_.back().last_ns) {
+    return fail("chunk starts before the previous one ends");
+  }
+
+  invalid_count_ += invalid;
+  sample_count_ += decoded;
+  if (decoded > 0) {
+    chunks_.push_back({size_t(samples_begin - base), body_end, first_us * 1000, last_us * 1000, decoded});
+  }
+  return {};
+}
+
+void SampleLog::stack_frames(uint32_t stack, std::vector<uint32_t>& out) const {
+  out.clear();
+  // Parents always precede children, so this walk ends; the bound is belt and braces.
+  while (stack != 0 && stack < stack_nodes_.size() && out.size() < stack_nodes_.size()) {
+    out.push_back(stack_nodes_[stack].frame);
+    stack = stack_nodes_[stack].parent;
+  }
+}
+
+void SampleLog::for_each_sample(int64_t from_ns, int64_t to_ns,
+                                const std::function<void(const SampleRecord&)>& fn) const {
+  SampleSectionInfo info{threads_.size(), stack_nodes_.size()};
+  std::vector<uint32_t> last_stack;
+  std::vector<std::pair<uint32_t, uint32_t>> prev;
+  for (const Chunk& chunk : chunks_) {
+    if (chunk.last_ns < from_ns || chunk.first_ns >= to_ns) continue;
+    bool whole = chunk.first_ns >= from_ns && chunk.last_ns < to_ns;
+    uint64_t count = 0;
+    const char* base = bytes_.data();
+    decode_samples(base + chunk.samples_begin, base + chunk.samples_end, chunk.first_ns / 1000, info, last_stack,
+                   prev, count, [&](const SampleRecord& r) {
+                     if (whole || (r.time_ns >= from_ns && r.time_ns < to_ns)) fn(r);
+                   });
+  }
+}
+
+void SampleLog::for_each_sample(const std::function<void(const SampleRecord&)>& fn) const {
+  for_each_sample(INT64_MIN, INT64_MAX, fn);
+}
+
+}  // namespace sprof::store

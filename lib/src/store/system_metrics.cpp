@@ -1,0 +1,234 @@
+// Reader and writer of smdebug's system-metrics JSON lines (see sprof/system_metrics.hpp).
+
+#include "sprof/system_metrics.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "store/json_text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sprof::store {
+
+int64_t to_nanoseconds(double t, TimeUnit unit) {
+  // Same operations, in the same order, as smdebug's convert_utc_timestamp_to_nanoseconds, so
+  // boundary samples fall on the same side as in smdebug's tests.
+  switch (unit) {
+    case TimeUnit::seconds: return static_cast<int64_t>(t * 1000 * 1000 * 1000);
+    case TimeUnit::milliseconds: return static_cast<int64_t>(t * 1000 * 1000);
+    case TimeUnit::microseconds: return static_cast<int64_t>(t * 1000);
+    case TimeUnit::nanoseconds: return static_cast<int64_t>(t);
+  }
+  return static_cast<int64_t>(t);
+}
+
+std::optional<SystemFileName> parse_system_file_name(const fs::path& path) {
+  static const std::regex pattern(R"(.+/system/.+/(\d{10})\.(algo-\d+)\.json)");
+  std::error_code ec;
+  fs::path absolute = path.is_absolute() ? path : fs::absolute(path, ec);
+  std::smatch match;
+  std::string text = absolute.generic_string();
+  if (!std::regex_match(text, match, pattern)) return std::nullopt;
+  return SystemFileName{std::stoll(match[1].str()), match[2].str()};
+}
+
+int64_t to_microseconds(double t, TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::seconds: return static_cast<int64_t>(t * 1000 * 1000);
+    case TimeUnit::milliseconds: return static_cast<int64_t>(t * 1000);
+    case TimeUnit::microseconds: return static_cast<int64_t>(t);
+    case TimeUnit::nanoseconds: return static_cast<int64_t>(t / 1000);
+  }
+  return static_cast<int64_t>(t);
+}
+
+fs::path system_file_path(const fs::path& profile_dir, int64_t minute_epoch_s, std::string_view node_id) {
+  return profile_dir / "system" / "incremental" / utc_date_hour(minute_epoch_s) /
+         fmt::format("{}.{}.json", minute_epoch_s, node_id);
+}
+
+namespace {
+
+// Parses one record; returns an explanation when the line is not a record smdebug would accept.
+std::optional<std::string> parse_record(std::string_view line, SystemMetric& out) {
+  nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return "not valid JSON";
+  if (!j.is_object()) return "not a JSON object";
+  auto string_field = [&](const char* key, std::string& dest, bool required) -> std::optional<std::string> {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+      if (required) return fmt::format("missing \"{}\"", key);
+      dest.clear();
+      return std::nullopt;
+    }
+    if (!it->is_string()) return fmt::format("\"{}\" is not a string", key);
+    dest = it->get<std::string>();
+    return std::nullopt;
+  };
+  auto number_field = [&](const char* key, double& dest) -> std::optional<std::string> {
+    auto it = j.find(key);
+    if (it == j.end()) return fmt::format("missing \"{}\"", key);
+    if (!it->is_number()) return fmt::format("\"{}\" is not a number", key);
+    dest = it->get<double>();
+    return std::nullopt;
+  };
+  if (auto e = string_field("Type", out.type, true)) return e;
+  if (auto e = string_field("Name", out.name, false)) return e;
+  if (auto e = string_field("Dimension", out.dimension, true)) return e;
+  if (auto e = number_field("Value", out.value)) return e;
+  if (auto e = string_field("NodeId", out.node_id, true)) return e;
+  if (auto e = number_field("Timestamp", out.timestamp)) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<SystemMetric>> parse_system_metrics(std::string_view text, const std::string& source) {
+  // Lines as Python's readline sees them: a final line without '\n' is still a line.
+  std::vector<std::string_view> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      lines.push_back(text.substr(pos));
+      break;
+    }
+    lines.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  std::vector<SystemMetric> metrics;
+  metrics.reserve(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    SystemMetric metric;
+    if (auto problem = parse_record(lines[i], metric)) {
+      if (i + 1 == lines.size()) {
+        spdlog::debug("{}: skipping incomplete last line {} ({})", source, i + 1, *problem);
+        break;
+      }
+      return make_error(ErrorKind::bad_input, "system metrics file {}: line {} of {} is corrupt ({})", source,
+                        i + 1, lines.size(), *problem);
+    }
+    metrics.push_back(std::move(metric));
+  }
+  return metrics;
+}
+
+Result<std::vector<SystemMetric>> read_system_metrics_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorKind::bad_input, "cannot open system metrics file {}: {}", path.string(),
+                      std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return make_error(ErrorKind::io, "cannot read system metrics file {}", path.string());
+  return parse_system_metrics(buffer.str(), path.string());
+}
+
+Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_dir) {
+  fs::path root = profile_dir / "system";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return std::vector<SystemMetric>{};
+  std::vector<std::pair<int64_t, fs::path>> files;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    if (auto name = parse_system_file_name(it->path())) files.emplace_back(name->minute_epoch_s, it->path());
+  }
+  if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", root.string(), ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<SystemMetric> all;
+  for (const auto& [minute, path] : files) {
+    SPROF_TRY(auto metrics, read_system_metrics_file(path));
+    all.insert(all.end(), std::make_move_iterator(metrics.begin()), std::make_move_iterator(metrics.end()));
+  }
+  return all;
+}
+
+std::vector<SystemMetric> filter_system_metrics(const std::vector<SystemMetric>& metrics, double start, double end,
+                                                TimeUnit unit, std::string_view type) {
+  int64_t start_ns = to_nanoseconds(start, unit);
+  int64_t end_ns = to_nanoseconds(end, unit);
+  std::vector<SystemMetric> out;
+  for (const auto& m : metrics) {
+    if (!type.empty() && m.type != type) continue;
+    int64_t ts = to_nanoseconds(m.timestamp, TimeUnit::seconds);
+    if (start_ns <= ts && ts <= end_ns) out.push_back(m);
+  }
+  return out;
+}
+
+std::string format_system_metric_line(const SystemRecord& record, std::string_view node_id, int64_t timestamp_us) {
+  std::string line;
+  line.reserve(128);
+  line += "{\"Type\": ";
+  append_json_string(line, record.type);
+  line += ", \"Name\": ";
+  append_json_string(line, record.name);
+  line += ", \"Dimension\": ";
+  append_json_string(line, record.dimension);
+  line += ", \"Value\": ";
+  append_python_float(line, record.value);
+  line += ", \"NodeId\": ";
+  append_json_string(line, node_id);
+  line += ", \"Timestamp\": ";
+  append_epoch_seconds(line, timestamp_us);
+  line += "}";
+  return line;
+}
+
+SystemMetricsWriter::SystemMetricsWriter(fs::path profile_dir, std::string node_id)
+    : profile_dir_(std::move(profile_dir)), node_id_(std::move(node_id)) {}
+
+SystemMetricsWriter::~SystemMetricsWriter() { (void)close(); }
+
+Status SystemMetricsWriter::open_minute(int64_t minute_epoch_s) {
+  SPROF_TRY_STATUS(close());
+  path_ = system_file_path(profile_dir_, minute_epoch_s, node_id_);
+  std::error_code ec;
+  fs::create_directories(path_.parent_path(), ec);
+  if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", path_.parent_path().string(), ec.message());
+  // Append: a clock step back into an earlier minute continues that minute's file.
+  file_ = std::fopen(path_.c_str(), "ab");
+  if (file_ == nullptr) {
+    return make_error(ErrorKind::io, "cannot open {}: {}", path_.string(), std::strerror(errno));
+  }
+  minute_ = minute_epoch_s;
+  if (std::find(files_.begin(), files_.end(), path_) == files_.end()) files_.push_back(path_);
+  return {};
+}
+
+Status SystemMetricsWriter::write_tick(int64_t timestamp_us, const std::vector<SystemRecord>& records) {
+  if (records.empty()) return {};
+  int64_t seconds = timestamp_us >= 0 ? timestamp_us / 1000000 : -((-timestamp_us + 999999) / 1000000);
+  int64_t minute = seconds - ((seconds % 60) + 60) % 60;
+  if (file_ == nullptr || minute != minute_) SPROF_TRY_STATUS(open_minute(minute));
+  buffer_.clear();
+  for (const auto& record : records) {
+    buffer_ += format_system_metric_line(record, node_id_, timestamp_us);
+    buffer_ += '\n';
+  }
+  if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size() || std::fflush(file_) != 0) {
+    return make_error(ErrorKind::io, "cannot write {}: {}", path_.string(), std::strerror(errno));
+  }
+  return {};
+}
+
+Status SystemMetricsWriter::close() {
+  if (file_ == nullptr) return {};
+  int rc = std::fclose(file_);
+  file_ = nullptr;
+  minute_ = -1;
+  if (rc != 0) return make_error(ErrorKind::io, "cannot close {}: {}", path_.string(), std::strerror(errno));
+  return {};
+}
+
+}  // namespace sprof::store

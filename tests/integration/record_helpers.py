@@ -1,0 +1,66 @@
+"""Helpers for the `sprof record` / `sprof export` integration tests."""
+import json
+import os
+import re
+import subprocess
+
+from sprof_testlib import SOURCE_DIR, run_sprof
+
+WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
+
+
+def workload(name):
+    return os.path.join(WORKLOADS, name)
+
+
+def marker_line(path, marker):
+    """Line number (1-based) of the line containing `marker` in `path`."""
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if marker in line:
+                return number
+    raise AssertionError("marker %r not found in %s" % (marker, path))
+
+
+def collapsed(profile_dir, *flags):
+    """sprof export -f collapsed as {stack line: count}."""
+    proc = run_sprof("export", profile_dir, "-f", "collapsed", *flags, check=0)
+    stacks = {}
+    for line in proc.stdout.splitlines():
+        stack, _, count = line.rpartition(" ")
+        stacks[stack] = stacks.get(stack, 0) + int(count)
+    return stacks
+
+
+FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*):(?P<line>-?\d+)\)$")
+
+
+def frames(stack_line):
+    """[(name, file, line)] root first, for one collapsed stack (process frames skipped)."""
+    out = []
+    for frame in stack_line.split(";"):
+        m = FRAME_RE.match(frame)
+        if m:
+            out.append((m.group("name"), m.group("file"), int(m.group("line"))))
+    return out
+
+
+def inclusive_counts(stacks, names):
+    """Samples whose stack contains each function name (counted once per sample)."""
+    counts = dict((n, 0) for n in names)
+    for stack, count in stacks.items():
+        present = set(name for name, _, _ in frames(stack))
+        for n in names:
+            if n in present:
+                counts[n] += count
+    return counts
+
+
+def manifest(profile_dir):
+    with open(os.path.join(profile_dir, "sprof.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def speedscope(profile_dir, *flags):
+    proc = run_sprof("export", profile_dir, "-f", "speedscope", *flags, check=0)
+    return json.loads(proc.stdout)

@@ -1,0 +1,244 @@
+// The pstats reader, writer and add against the real thing: files written at test time by
+// cProfile and profile under every installed CPython, checked against what that CPython's own
+// pstats makes of them.
+
+#include <catch2/catch.hpp>
+
+#include "pstats_support.hpp"
+#include "sprof/pstats.hpp"
+
+using namespace pstats_test;
+using sprof::ErrorKind;
+using sprof::store::CallerStats;
+using sprof::store::FunctionKey;
+using sprof::store::identical;
+using sprof::store::parse_pstats;
+using sprof::store::read_pstats;
+using sprof::store::serialize_pstats;
+using sprof::store::write_pstats;
+
+namespace {
+
+StatsTable must_read(const fs::path& path) {
+  auto table = read_pstats(path);
+  INFO(path.string() << ": " << (table.ok() ? "" : table.error().message));
+  REQUIRE(table.ok());
+  return std::move(table).value();
+}
+
+const char* const kKinds[] = {"cprofile", "stats", "profile"};
+
+}  // namespace
+
+TEST_CASE("pstats: reads what cProfile and profile write under every installed CPython",
+          "[pstats]") {
+  const Workloads& w = workloads();
+  REQUIRE_FALSE(w.made.empty());
+  for (const Interpreter& interpreter : w.made) {
+    for (int variant = 0; variant < 3; ++variant) {
+      for (const char* kind : kKinds) {
+        fs::path file = w.file(interpreter.label, variant, kind);
+        INFO(interpreter.label << " " << file.filename().string());
+        StatsTable table = must_read(file);
+        check_matches_python(table, python_pstats(interpreter.path, "load", {file}));
+        if (std::string(kind) == "profile") {
+          // the profile module's callers are plain ints
+          bool any_count = false;
+          for (const auto& [key, stats] : table.entries()) {
+            for (const auto& [caller, value] : stats.callers) any_count |= value.is_count;
+          }
+          CHECK(any_count);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("pstats: smdebug's real python_stats files load", "[pstats]") {
+  fs::path root = fs::path("/work/shared/smdebug-fixtures/cprofile_python_stats");
+  if (!fs::exists(root)) root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& dir : fs::directory_iterator(root, ec)) {
+    if (fs::exists(dir.path() / "python_stats")) files.push_back(dir.path() / "python_stats");
+  }
+  if (files.empty()) {
+    WARN("smdebug fixtures not found under " << root);
+    return;
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    INFO(file.string());
+    StatsTable table = must_read(file);
+    CHECK(table.size() > 100);
+    check_matches_python(table, python_pstats(system_python(), "load", {file}));
+  }
+  StatsTable sum = must_read(files[0]);
+  for (size_t i = files.size(); i-- > 1;) sum.add(must_read(files[i]));
+  check_matches_python(sum, python_pstats(system_python(), "add", files));
+}
+
+TEST_CASE("pstats: files sprof writes load in every installed CPython's pstats", "[pstats]") {
+  const Workloads& w = workloads();
+  REQUIRE_FALSE(w.made.empty());
+  TempDir out;
+  for (const Interpreter& source : w.made) {
+    for (const char* kind : {"cprofile", "profile"}) {
+      StatsTable table = must_read(w.file(source.label, 2, kind));
+      fs::path written = out.path() / fmt::format("{}-{}.pstats", source.label, kind);
+      REQUIRE(write_pstats(written, table).ok());
+      // sprof reads back exactly what it wrote
+      StatsTable again = must_read(written);
+      CHECK(identical(table, again));
+      for (const Interpreter& reader : w.made) {
+        INFO("written from " << source.label << " " << kind << ", read by " << reader.label);
+        check_matches_python(table, python_pstats(reader.path, "load", {written}));
+      }
+    }
+  }
+  // `python -m pstats FILE` is the interactive browser: it must load the file and print it.
+  fs::path written = out.path() / fmt::format("{}-cprofile.pstats", w.made.front().label);
+  for (const Interpreter& reader : w.made) {
+    INFO(reader.label);
+    auto result = run(fmt::format("printf 'sort cumulative\\nstats 5\\nquit\\n' | {} -m pstats {}",
+                                  quote(reader.path), quote(written.string())));
+    CHECK(result.status == 0);
+    CHECK(result.out.find("function calls") != std::string::npos);
+    CHECK(result.out.find("Ordered by: cumulative time") != std::string::npos);
+  }
+}
+
+TEST_CASE("pstats: values at the edges of marshal's encodings survive a round trip", "[pstats]") {
+  StatsTable table;
+  const std::string long_ascii(300, 'x');  // 'a' rather than 'z' (over 255 bytes)
+  FunctionKey step{"/src/train.py", 10, "step"};
+  FunctionKey unicode{"/src/dätei.py", 2147483647, "größe"};
+  FunctionKey lone_surrogate{"/src/\xed\xa0\x80.py", -2147483648LL, "\xed\xbf\xbf"};
+  FunctionKey huge_line{long_ascii, int64_t{1} << 40, ""};
+  FunctionKey builtin{"~", 0, "<built-in method builtins.len>"};
+  auto& s = table[step];
+  // 64-bit extremes need marshal's 'l' encoding (the totals must still fit in 64 bits)
+  s = {INT64_MAX - (int64_t{1} << 32), INT64_MIN + (int64_t{1} << 32), -0.0,
+       std::numeric_limits<double>::infinity(), {}};
+  s.callers.push_back({unicode, CallerStats{false, 2147483648LL, -2147483649LL, 5e-324, 1e308}});
+  s.callers.push_back({huge_line, CallerStats{true, 7, 0, 0.0, 0.0}});
+  s.callers.push_back({builtin, CallerStats{false, INT64_MAX, INT64_MIN, -0.0, 0.0}});
+  table[unicode] = {2147483647, -2147483648LL, std::nan(""), -std::numeric_limits<double>::infinity(),
+                    {{step, CallerStats{false, 1, 1, 0.1, 0.2}}}};
+  table[lone_surrogate] = {1, 1, 0.1 + 0.2, 1.0 / 3.0, {{lone_surrogate, CallerStats{}}}};
+  table[huge_line] = {0, 0, 0.0, 0.0, {}};
+  table[builtin] = {3, 3, 1e-9, 2e-9, {{step, CallerStats{true, 3, 0, 0.0, 0.0}}}};
+
+  auto bytes = serialize_pstats(table);
+  REQUIRE(bytes.ok());
+  auto back = parse_pstats(*bytes, "round-trip");
+  REQUIRE(back.ok());
+  CHECK(identical(table, *back));
+
+  TempDir out;
+  fs::path file = out.path() / "edges.pstats";
+  write_bytes(file, *bytes);
+  const auto& all = interpreters();
+  REQUIRE_FALSE(all.empty());
+  for (const Interpreter& reader : all) {
+    INFO(reader.label);
+    check_matches_python(table, python_pstats(reader.path, "load", {file}));
+  }
+}
+
+TEST_CASE("pstats: add equals pstats.Stats.add", "[pstats]") {
+  const Workloads& w = workloads();
+  REQUIRE(w.made.size() >= 1);
+  const std::string python = system_python();
+  // cProfile files from different interpreters and variants share some functions.
+  std::vector<fs::path> files;
+  for (size_t i = 0; i < w.made.size(); ++i) {
+    files.push_back(w.file(w.made[i].label, static_cast<int>(i % 3), i % 2 ? "stats" : "cprofile"));
+  }
+  files.push_back(w.file(w.made[0].label, 2, "cprofile"));
+  files.push_back(files[0]);  // the same file again: every function already there
+
+  SECTION("Stats(a).add(b, c, ...) adds the rest in reverse order") {
+    StatsTable table = must_read(files[0]);
+    for (size_t i = files.size(); i-- > 1;) table.add(must_read(files[i]));
+    check_matches_python(table, python_pstats(python, "add", files));
+  }
+  SECTION("one add per file, by table and straight from the files") {
+    StatsTable by_table = must_read(files[0]);
+    StatsTable by_file = must_read(files[0]);
+    for (size_t i = 1; i < files.size(); ++i) {
+      by_table.add(must_read(files[i]));
+      REQUIRE(by_file.add_file(files[i]).ok());
+    }
+    auto expected = python_pstats(python, "add_each", files);
+    check_matches_python(by_table, expected);
+    check_matches_python(by_file, expected);
+    CHECK(identical(by_table, by_file));
+  }
+  SECTION("starting from an empty Stats()") {
+    StatsTable table;
+    for (const auto& f : files) REQUIRE(table.add_file(f).ok());
+    check_matches_python(table, python_pstats(python, "empty_add", files));
+  }
+  SECTION("the profile module's int callers add up") {
+    std::vector<fs::path> profiles;
+    for (int variant = 0; variant < 3; ++variant) {
+      profiles.push_back(w.file(w.made.back().label, variant, "profile"));
+    }
+    StatsTable table;
+    for (const auto& f : profiles) REQUIRE(table.add_file(f).ok());
+    check_matches_python(table, python_pstats(python, "empty_add", profiles));
+  }
+  SECTION("adding a table to itself doubles it") {
+    StatsTable table = must_read(files[0]);
+    table.add(table);
+    check_matches_python(table, python_pstats(python, "add_each", {files[0], files[0]}));
+  }
+  SECTION("the aggregate written out loads in pstats with the same numbers") {
+    StatsTable table;
+    for (const auto& f : files) REQUIRE(table.add_file(f).ok());
+    TempDir out;
+    fs::path written = out.path() / "sum.pstats";
+    REQUIRE(write_pstats(written, table).ok());
+    auto expected = python_pstats(python, "empty_add", files);
+    auto reloaded = python_pstats(python, "load", {written});
+    CHECK(reloaded.at("entries") == expected.at("entries"));
+  }
+}
+
+TEST_CASE("pstats: operator[] and find keep a Python dict's order", "[pstats]") {
+  StatsTable table;
+  FunctionKey a{"a.py", 1, "a"}, b{"b.py", 2, "b"};
+  table[b].nc = 1;
+  table[a].nc = 2;
+  table[b].nc += 3;
+  REQUIRE(table.size() == 2);
+  CHECK(table.entries()[0].first == b);
+  CHECK(table.entries()[1].first == a);
+  REQUIRE(table.find(b) != nullptr);
+  CHECK(table.find(b)->nc == 4);
+  CHECK(table.find(FunctionKey{"b.py", 3, "b"}) == nullptr);
+  CHECK(table.total_calls() == 6);
+  CHECK(sprof::store::FunctionKeyHash{}(a) ==
+        sprof::store::hash_function_key(a.file, a.line, a.name));
+}
+
+TEST_CASE("pstats: an empty table is not written", "[pstats]") {
+  StatsTable empty;
+  auto bytes = serialize_pstats(empty);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.error().kind == ErrorKind::bad_input);
+  TempDir out;
+  auto status = write_pstats(out.path() / "x.pstats", empty);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.error().message.find("x.pstats") != std::string::npos);
+  CHECK_FALSE(fs::exists(out.path() / "x.pstats"));
+}
+
+TEST_CASE("pstats: a name that is not UTF-8 is not written", "[pstats]") {
+  StatsTable table;
+  table[FunctionKey{"/src/\xff.py", 1, "f"}].nc = 1;
+  auto bytes = serialize_pstats(table);
+  REQUIRE_FALSE(bytes.ok());
+  CHECK(bytes.error().message.find("not valid UTF-8") != std::string::npos);
+}
