@@ -182,8 +182,8 @@ def _move_high(f):
 
 def _sigpipe_ignored():
     try:
-        import signal
-        return signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+        import _signal  # not `signal`, which imports enum: milliseconds at every start
+        return _signal.getsignal(_signal.SIGPIPE) == _signal.SIG_IGN
     except Exception:
         return False
 
