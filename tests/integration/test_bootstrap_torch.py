@@ -184,6 +184,39 @@ class TorchTrainingTest(ProbeTestCase):
         self.assertEqual([(s["mode"], s["step"]) for s in main["steps"]], [("train", i) for i in range(4)])
         self.assertTrue(all(s["forward_pass_end"] is None for s in main["steps"]))
 
+    def test_spawn_workers_and_model_serialisation(self):
+        # Spawned workers do not inherit the pipe (multiprocessing closes fds) and import torch
+        # afresh: they reopen the channel by path and report themselves. sprof's wrapper sits on
+        # the root's class, so pickling and scripting the model are unaffected.
+        script = self.write("spawn.py", """
+            import io, torch, torch.nn as nn
+            from torch.utils.data import DataLoader, TensorDataset
+            if __name__ == "__main__":
+                data = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))
+                loader = DataLoader(data, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+                model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+                opt = torch.optim.SGD(model.parameters(), lr=0.1)
+                for x, y in loader:
+                    opt.zero_grad()
+                    ((model(x) - y) ** 2).mean().backward()
+                    opt.step()
+                buffer = io.BytesIO()
+                torch.save(model, buffer)
+                buffer.seek(0)
+                print(type(torch.load(buffer)).__name__, tuple(torch.jit.script(model)(torch.randn(2, 4)).shape))
+            """)
+        r = self.probe([DEBIAN_PYTHON, script])
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        self.assertEqual(r.stdout, "Sequential (2, 1)\n")
+        self.assertEqual(r.sprof_lines(), [])
+        main = r.process(r.pid)
+        self.assertEqual([(s["mode"], s["step"]) for s in main["steps"]], [("train", i) for i in range(4)])
+        workers = [p for p in r.data["processes"] if "worker" in p]
+        self.assertEqual(sorted(p["worker"]["worker_id"] for p in workers), [0, 1])
+        for p in workers:
+            self.assertEqual((p["start_reason"], p["ppid"]), ("start", r.pid))
+            self.assertIsNotNone(p["worker"]["end"])
+
     def test_no_torch_option(self):
         script = self.write("plain.py", """
             import sys, torch, torch.nn as nn

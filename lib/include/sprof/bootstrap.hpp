@@ -5,8 +5,11 @@
 // compiled into libsprof, so a recorder never depends on an installed copy matching its version.
 // prepare() writes them into a directory, opens the marker pipe and returns the environment the
 // target needs; the recorder forks, makes the pipe's write end inheritable in the child
-// (MarkerChannel::inherit_in_child), execs the target with that environment, and reads markers
-// from read_fd() (poll it, then drain()). `--no-inject` means: do not call prepare().
+// (MarkerChannel::inherit_in_child), execs the target with that environment, and calls drain()
+// on a timer (every 10-50 ms, e.g. from the sampling loop). Do not block in poll() on read_fd():
+// a reader waiting on the pipe makes every marker write in the target pay for its wake-up
+// (measured: 1.1 us per write without a waiting reader, 4 us with one). The pipe holds about
+// 20 000 markers. `--no-inject` means: do not call prepare().
 
 #include <cstdint>
 #include <filesystem>
@@ -66,6 +69,7 @@ class MarkerChannel {
   int inherit_in_child() const noexcept;
 
   // Reads everything available now without blocking and appends the parsed markers to out.
+  // Call it periodically rather than after poll() (see the top of this header).
   // Returns the number of bytes read (0: nothing pending).
   Result<size_t> drain(std::vector<Marker>& out);
   // After the last drain(): accounts for an incomplete last line.

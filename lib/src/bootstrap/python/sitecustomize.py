@@ -25,18 +25,33 @@ def _sprof_is_here(entry, here):
         return False
 
 
+def _sprof_importlib():
+    """importlib's machinery without importing importlib.util, which pulls in contextlib,
+    collections and functools: several milliseconds of every interpreter start."""
+    try:
+        import _frozen_importlib
+        import _frozen_importlib_external
+        _frozen_importlib.module_from_spec
+        _frozen_importlib_external.spec_from_file_location
+        _frozen_importlib_external.PathFinder
+        return _frozen_importlib, _frozen_importlib_external
+    except (ImportError, AttributeError):
+        import importlib.machinery
+        import importlib.util
+        return importlib.util, importlib.machinery
+
+
 def _sprof_run_user_sitecustomize(here):
     """Find the sitecustomize that would have been imported without sprof and run it as
     `sitecustomize`. Exceptions from it propagate to the caller."""
     rest = [p for p in sys.path if not _sprof_is_here(p, here)]
     me = sys.modules.get("sitecustomize")
     if sys.version_info[0] >= 3:
-        import importlib.machinery
-        import importlib.util
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+        bootstrap, external = _sprof_importlib()
+        spec = external.PathFinder.find_spec("sitecustomize", rest)
         if spec is None or spec.loader is None:
             return
-        module = importlib.util.module_from_spec(spec)
+        module = bootstrap.module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         try:
             spec.loader.exec_module(module)
@@ -78,11 +93,14 @@ def _sprof_activate(here):
     try:
         # Our own copy of the package, by path: importing `sprof` activates the bootstrap, and
         # the program's later `import sprof` gets this module from sys.modules.
-        import importlib.util
+        bootstrap, external = _sprof_importlib()
+        spec_from_file_location = getattr(external, "spec_from_file_location", None)
+        if spec_from_file_location is None:  # the importlib.util fallback
+            spec_from_file_location = bootstrap.spec_from_file_location
         init = os.path.join(here, "sprof", "__init__.py")
-        spec = importlib.util.spec_from_file_location(
+        spec = spec_from_file_location(
             "sprof", init, submodule_search_locations=[os.path.join(here, "sprof")])
-        package = importlib.util.module_from_spec(spec)
+        package = bootstrap.module_from_spec(spec)
         sys.modules["sprof"] = package
         try:
             spec.loader.exec_module(package)

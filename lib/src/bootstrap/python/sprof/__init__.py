@@ -87,7 +87,8 @@ def _report(error):
     try:
         from . import _channel
         _channel.warn_once("internal:" + type(error).__name__,
-                           "internal error in the sprof API: %s: %s" % (type(error).__name__, error))
+                           "internal error in the sprof API: %s: %s"
+                           % (type(error).__name__, error))
     except Exception:
         pass
 

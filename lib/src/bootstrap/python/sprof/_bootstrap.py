@@ -29,6 +29,7 @@ def activate():
         ch.warn_once("channel", "markers disabled: cannot open the marker channel (%s)" % problem)
         return
     _impl.active = True
+    ch.on_failure = _stand_down
     package = sys.modules.get(__package__)
     if package is not None:
         package._rt = _impl
@@ -36,10 +37,67 @@ def activate():
     os.register_at_fork(after_in_child=_after_fork_in_child)
     if env.get("SPROF_TORCH", "1") != "0":
         try:
-            from . import _torch
-            _torch.install()
+            torch = sys.modules.get("torch")
+            if torch is not None:  # imported before the bootstrap ran (-S, then import sprof)
+                _torch_imported(torch, late=True)
+            else:
+                sys.meta_path.insert(0, TorchImportHook())
         except Exception as e:
-            ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s" % (type(e).__name__, e))
+            ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s"
+                         % (type(e).__name__, e))
+
+
+def _torch_imported(torch, late=False):
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchImportHook)]
+    try:
+        from . import _torch
+        _torch.after_import(torch, late)
+    except Exception as e:
+        ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s" % (type(e).__name__, e))
+
+
+class TorchImportHook(object):
+    """A meta path finder that answers only for "torch": it lets the real finders locate it and
+    patches torch right after torch's own __init__ has run. One-shot."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch":
+            return None
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                if finder is self:
+                    continue
+                find = getattr(finder, "find_spec", None)
+                if find is None:
+                    continue
+                spec = find(fullname, path, target)
+                if spec is not None:
+                    break
+            if spec is None or spec.loader is None:
+                return None
+            loader = spec.loader
+            original = loader.exec_module
+
+            def exec_module(module):
+                try:
+                    del loader.exec_module  # back to the loader class's own method
+                except AttributeError:
+                    pass
+                original(module)  # torch's own errors propagate unchanged
+                _torch_imported(module)
+
+            loader.exec_module = exec_module
+            return spec
+        except Exception as e:
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+            ch.warn_once("torch", "PyTorch instrumentation disabled: import hook failed: %s: %s"
+                         % (type(e).__name__, e))
+            return None
+
+
+def _stand_down():
+    _impl.active = False
 
 
 def _at_exit():

@@ -13,19 +13,35 @@ import time
 import _thread
 
 PROTOCOL_VERSION = 1
-MAX_FIELD = 200          # characters kept of a user-supplied name or message
+MAX_FIELD = 200          # characters kept of a user-supplied name (at most 800 bytes escaped)
+MAX_TEXT = 500           # characters kept of a message or path (at most 2000 bytes escaped)
+MAX_WRITE = 4096         # PIPE_BUF: writes up to this size are atomic
+MAX_PENDING = 2048       # deferred markers are flushed before they grow past this
 FULL_PIPE_WAIT_S = 0.05  # how long a write waits once for a full pipe before markers are dropped
 
 mono = time.monotonic_ns
-tid = _thread.get_native_id
+_native_id = _thread.get_native_id
 _write = os.write
 
 fd = -1          # our write end (non-blocking, close-on-exec), -1 when the channel is off
 pid = os.getpid()
 _guard_fd = -1   # a read end we hold so that a writer never sees EPIPE/SIGPIPE (see open_channel)
 _dropped = 0     # markers lost to a full pipe, reported with the next marker that gets through
+_pending = b""   # deferred markers, written together with the next sent one
 _congested = False
 _reported = set()
+on_failure = None  # called once when the channel closes for good (the bootstrap stands down)
+_tls = _thread._local()  # per thread: b"<pid> <native tid>", the middle of every marker line
+
+
+def who():
+    """b"<pid> <tid>" of the calling thread. Cached per thread: get_native_id() is a system
+    call and formatting two ints on every marker is a measurable share of its cost."""
+    try:
+        return _tls.who
+    except AttributeError:
+        value = _tls.who = b"%d %d" % (pid, _native_id())
+        return value
 
 # Percent-encode the bytes that would break the line format (controls, space, '%', DEL).
 _ESCAPES = {c: "%%%02X" % c for c in range(0x21)}
@@ -57,11 +73,33 @@ def warn_once(key, message):
     except Exception:
         pass
     if fd >= 0:
-        send(b"err %d %d %d %s %s\n" % (mono(), pid, tid(), esc(key), esc(message, 1000)))
+        send(b"err %d %s %s %s\n" % (mono(), who(), esc(key), esc(message, MAX_TEXT)))
+
+
+def defer(data):
+    """Queue a marker line to go out with the next send(): markers that nothing waits for
+    (FORWARD_PASS_END, DataLoader waits) then cost no system call of their own. A process that
+    dies mid-step loses at most these."""
+    global _pending
+    if fd < 0:
+        return
+    _pending += data
+    if len(_pending) > MAX_PENDING:
+        send(b"")
 
 
 def send(data):
-    """Write one complete marker line. Never raises, never blocks for long."""
+    """Write a complete marker line (with any deferred ones) in one atomic write. Never raises,
+    never blocks for long."""
+    global _pending
+    if _pending:
+        if len(_pending) + len(data) <= MAX_WRITE:
+            data, _pending = _pending + data, b""
+        else:
+            earlier, _pending = _pending, b""
+            send(earlier)
+    if not data:
+        return
     try:
         _write(fd, data)
     except BlockingIOError:
@@ -89,14 +127,14 @@ def _pipe_full(data):
         except OSError as e:
             _channel_failed(e)
             return
-    _dropped += 1
+    _dropped += data.count(b"\n")
 
 
 def _report_dropped():
     global _dropped, _congested
     n, _dropped, _congested = _dropped, 0, False
     try:
-        _write(fd, b"drop %d %d %d %d\n" % (mono(), pid, tid(), n))
+        _write(fd, b"drop %d %s %d\n" % (mono(), who(), n))
     except OSError:
         _dropped += n
 
@@ -110,6 +148,11 @@ def _channel_failed(error):
         sys.stderr.write("sprof: marker channel closed (%s); markers disabled\n" % error)
     except Exception:
         pass
+    if on_failure is not None:
+        try:
+            on_failure()
+        except Exception:
+            pass
 
 
 def _verify(f, inode):
@@ -139,8 +182,8 @@ def _move_high(f):
 
 def _sigpipe_ignored():
     try:
-        import signal
-        return signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+        import _signal  # not `signal`, which imports enum: milliseconds at every start
+        return _signal.getsignal(_signal.SIGPIPE) == _signal.SIG_IGN
     except Exception:
         return False
 
@@ -199,7 +242,9 @@ def open_channel(environ, first_line):
 
 
 def after_fork_in_child():
-    global pid, _dropped, _congested
+    global pid, _dropped, _congested, _tls, _pending
     pid = os.getpid()
+    _pending = b""  # the parent's to send
+    _tls = _thread._local()  # the forking thread's cached ids are the parent's
     _dropped = 0
     _congested = False

@@ -27,7 +27,7 @@ forward_done = False
 paused = False
 
 mono = ch.mono
-tid = ch.tid
+who = ch.who
 send = ch.send
 
 
@@ -43,9 +43,9 @@ def reset_steps():
 
 
 def hello_line(reason):
-    return b"hello %d %d %d %d %d %s %s %s\n" % (
-        mono(), ch.pid, tid(), ch.PROTOCOL_VERSION, os.getppid(), reason,
-        ch.esc("%d.%d.%d" % sys.version_info[:3]), ch.esc(sys.executable or "-", 1000))
+    return b"hello %d %s %d %d %s %s %s\n" % (
+        mono(), who(), ch.PROTOCOL_VERSION, os.getppid(), reason,
+        ch.esc("%d.%d.%d" % sys.version_info[:3]), ch.esc(sys.executable or "-", ch.MAX_TEXT))
 
 
 def hello(reason):
@@ -62,7 +62,7 @@ def set_mode(m, t=None):
     if open_mode and open_mode != m:
         end_step(t)
     mode = m
-    send(b"mode %d %d %d %s\n" % (t, ch.pid, tid(), MODE_NAMES[m]))
+    send(b"mode %d %s %s\n" % (t, who(), MODE_NAMES[m]))
 
 
 def begin_step(m, step=None, t=None):
@@ -78,7 +78,7 @@ def begin_step(m, step=None, t=None):
     mode_steps[m] = n
     global_step += 1
     open_mode, open_step, open_global, forward_done = m, n, global_step, False
-    send(b"sb %d %d %d %s %d %d\n" % (t, ch.pid, tid(), MODE_NAMES[m], n, global_step))
+    send(b"sb %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], n, global_step))
 
 
 def end_step(t=None):
@@ -88,7 +88,7 @@ def end_step(t=None):
     if t is None:
         t = mono()
     m, open_mode = open_mode, 0
-    send(b"se %d %d %d %s %d %d\n" % (t, ch.pid, tid(), MODE_NAMES[m], open_step, open_global))
+    send(b"se %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], open_step, open_global))
 
 
 def forward_pass_end(t=None):
@@ -99,8 +99,8 @@ def forward_pass_end(t=None):
     forward_done = True
     if t is None:
         t = mono()
-    send(b"ph %d %d %d forwardpassend %s %d %d\n" % (
-        t, ch.pid, tid(), MODE_NAMES[open_mode], open_step, open_global))
+    ch.defer(b"ph %d %s forwardpassend %s %d %d\n" % (
+        t, who(), MODE_NAMES[open_mode], open_step, open_global))
 
 
 def pause(reason=b"pause"):
@@ -108,7 +108,7 @@ def pause(reason=b"pause"):
     if paused:
         return
     paused = True
-    send(b"pause %d %d %d %s\n" % (mono(), ch.pid, tid(), reason))
+    send(b"pause %d %s %s\n" % (mono(), who(), reason))
 
 
 def resume(reason=b"resume"):
@@ -116,23 +116,23 @@ def resume(reason=b"resume"):
     if not paused:
         return
     paused = False
-    send(b"resume %d %d %d %s\n" % (mono(), ch.pid, tid(), reason))
+    send(b"resume %d %s %s\n" % (mono(), who(), reason))
 
 
 def counter(domain, name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         value = float(value)
     text = b"%d" % value if isinstance(value, int) else repr(float(value)).encode()
-    send(b"ctr %d %d %d %s %s %s\n" % (mono(), ch.pid, tid(), ch.esc(domain), ch.esc(name), text))
+    send(b"ctr %d %s %s %s %s\n" % (mono(), who(), ch.esc(domain), ch.esc(name), text))
 
 
 def mark(domain, name, scope):
-    send(b"mark %d %d %d %s %s %s\n" % (
-        mono(), ch.pid, tid(), ch.esc(domain), ch.esc(name), SCOPES.get(scope, b"p")))
+    send(b"mark %d %s %s %s %s\n" % (
+        mono(), who(), ch.esc(domain), ch.esc(name), SCOPES.get(scope, b"p")))
 
 
 def framework(name, version):
-    send(b"fw %d %d %d %s %s\n" % (mono(), ch.pid, tid(), ch.esc(name), ch.esc(version)))
+    send(b"fw %d %s %s %s\n" % (mono(), who(), ch.esc(name), ch.esc(version)))
 
 
 def close(reason):
@@ -143,7 +143,7 @@ def close(reason):
     t = mono()
     end_step(t)
     active = False
-    send(b"close %d %d %d %s\n" % (t, ch.pid, tid(), reason))
+    send(b"close %d %s %s\n" % (t, who(), reason))
 
 
 def user_error(key, message):

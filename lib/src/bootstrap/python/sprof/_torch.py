@@ -1,7 +1,8 @@
 """Automatic step, mode and phase detection for PyTorch, and DataLoader lanes.
 
-Installed as a one-shot import hook: nothing happens (and nothing is imported) unless the program
-imports torch. The rules (docs/python-api.md, "Automatic PyTorch detection"):
+Loaded by a one-shot import hook (_bootstrap.TorchImportHook): nothing happens, and this module
+is not even imported, unless the program imports torch. The rules (docs/python-api.md,
+"Automatic PyTorch detection"):
 
 - The *root* is the module whose call is outermost: called while no other module call is
   running, and owning parameters (so a loss module such as nn.CrossEntropyLoss() is not a root).
@@ -46,63 +47,12 @@ def _fail(error):
 
 
 # ---------------------------------------------------------------------------------------------
-# Import hook
-
-
-class TorchImportHook(object):
-    """A meta path finder that only answers for "torch": it lets the real finders locate it and
-    runs our patches right after torch's own __init__ has run."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch":
-            return None
-        try:
-            spec = None
-            for finder in list(sys.meta_path):
-                if finder is self:
-                    continue
-                find = getattr(finder, "find_spec", None)
-                if find is None:
-                    continue
-                spec = find(fullname, path, target)
-                if spec is not None:
-                    break
-            if spec is None or spec.loader is None:
-                return None
-            loader = spec.loader
-            original = loader.exec_module
-
-            def exec_module(module):
-                try:
-                    del loader.exec_module  # back to the class's own method
-                except AttributeError:
-                    pass
-                original(module)
-                after_import(module)
-
-            loader.exec_module = exec_module
-            return spec
-        except Exception as e:
-            ch.warn_once("torch", "PyTorch instrumentation disabled: import hook failed: %s: %s"
-                         % (type(e).__name__, e))
-            _remove_import_hook()
-            return None
-
-
-def _remove_import_hook():
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TorchImportHook)]
-
-
-def install():
-    torch = sys.modules.get("torch")
-    if torch is not None:  # imported before the bootstrap ran (python -S, then import sprof)
-        after_import(torch, late=True)
-    else:
-        sys.meta_path.insert(0, TorchImportHook())
+# Entry points (the import hook itself is in _bootstrap, so that this module is only loaded by
+# programs that import torch)
 
 
 def after_import(torch, late=False):
-    _remove_import_hook()
+    """torch has just been imported (late: before the bootstrap ran, objects may exist)."""
     failures = []
     for name, patch in (("modules", _patch_modules), ("optimizer", _patch_optimizer),
                         ("dataloader", _patch_dataloader)):
@@ -422,8 +372,8 @@ def _patch_optimizer(torch, late):
 
 def _dl_next(iterator, t0, outcome):
     try:
-        ch.send(b"dln %d %d %d %d %d %s\n" % (
-            ch.mono(), ch.pid, ch.tid(), t0, iterator.__dict__.get("_sprof_id", 0), outcome))
+        ch.defer(b"dln %d %s %d %d %s\n" % (
+            ch.mono(), ch.who(), t0, iterator.__dict__.get("_sprof_id", 0), outcome))
     except Exception as e:
         _fail(e)
 
@@ -459,9 +409,10 @@ def _wrap_iter_init(original, name):
         try:
             _next_iter_id += 1
             self._sprof_id = _next_iter_id
-            ch.send(b"dli %d %d %d %d %d %s %d %d\n" % (
-                ch.mono(), ch.pid, ch.tid(), t0, _next_iter_id, name,
-                int(getattr(self, "_num_workers", 0)), 1 if getattr(self, "_pin_memory", False) else 0))
+            ch.send(b"dli %d %s %d %d %s %d %d\n" % (
+                ch.mono(), ch.who(), t0, _next_iter_id, name,
+                int(getattr(self, "_num_workers", 0)),
+                1 if getattr(self, "_pin_memory", False) else 0))
         except Exception as e:
             _fail(e)
 
@@ -472,7 +423,7 @@ def _wrap_iter_init(original, name):
 def _worker_event(kind, worker_id):
     try:
         import os
-        ch.send(b"%s %d %d %d %d %d\n" % (kind, ch.mono(), ch.pid, ch.tid(), worker_id, os.getppid()))
+        ch.send(b"%s %d %s %d %d\n" % (kind, ch.mono(), ch.who(), worker_id, os.getppid()))
     except Exception as e:
         _fail(e)
 
