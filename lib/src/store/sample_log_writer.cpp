@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <string>
 #include <tuple>
@@ -77,11 +78,17 @@ struct SampleLogWriter::Impl {
   std::vector<std::pair<uint32_t, uint32_t>> prev_entries;
   bool prev_valid = false;
 
-  // Recently defined strings: file names share long directory prefixes, so a new string is
-  // written as (earlier string, length of the shared prefix, rest) when that saves bytes.
-  static constexpr size_t kRecent = 16;
-  std::vector<std::pair<std::string, uint32_t>> recent;
-  size_t recent_next = 0;
+  // Every string defined so far, in byte order: file names share long directory prefixes, and
+  // the longest prefix a new string shares with any earlier one is shared with one of its two
+  // neighbours in this order, so a new string is written as (that string, length of the shared
+  // prefix, rest) when that saves bytes.
+  std::map<std::string, uint32_t, std::less<>> sorted_strings;
+
+  static size_t common_prefix(std::string_view a, std::string_view b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    return n;
+  }
 
   uint32_t string_id(std::string_view s) {
     auto it = string_ids.find(std::string(s));
@@ -90,12 +97,16 @@ struct SampleLogWriter::Impl {
     string_ids.emplace(std::string(s), id);
     size_t best_prefix = 0;
     uint32_t best_base = 0;
-    for (const auto& [text, text_id] : recent) {
-      size_t n = 0;
-      while (n < text.size() && n < s.size() && text[n] == s[n]) ++n;
-      if (n > best_prefix) {
+    auto next = sorted_strings.lower_bound(s);
+    if (next != sorted_strings.end()) {
+      best_prefix = common_prefix(next->first, s);
+      best_base = next->second;
+    }
+    if (next != sorted_strings.begin()) {
+      auto prev = std::prev(next);
+      if (size_t n = common_prefix(prev->first, s); n > best_prefix) {
         best_prefix = n;
-        best_base = text_id;
+        best_base = prev->second;
       }
     }
     if (best_prefix >= 4) {
@@ -109,12 +120,7 @@ struct SampleLogWriter::Impl {
       put_varint(defs, s.size());
       defs.append(s);
     }
-    if (recent.size() < kRecent) {
-      recent.emplace_back(std::string(s), id);
-    } else {
-      recent[recent_next] = {std::string(s), id};
-      recent_next = (recent_next + 1) % kRecent;
-    }
+    sorted_strings.emplace(std::string(s), id);
     return id;
   }
 };
