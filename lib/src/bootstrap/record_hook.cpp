@@ -171,6 +171,15 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
                  summary_.dropped_markers);
   }
 
+  if (!timeline.processes.empty()) {
+    auto files = write_step_trace(output_dir, manifest, timeline);
+    if (!files.ok()) {
+      spdlog::error("step timeline trace: {}", files.error().message);
+      notes.push_back(files.error().message);
+    } else {
+      for (const auto& f : *files) summary_.trace_files.push_back(fs::relative(f, output_dir));
+    }
+  }
   manifest.extra.emplace_back("steps", summary_json(summary_, timeline, options_, notes).dump());
   return {};
 }
