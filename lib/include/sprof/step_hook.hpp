@@ -91,4 +91,19 @@ Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesyste
                                                             const store::Manifest& manifest,
                                                             const StepTimeline& timeline);
 
+// --step-fn: steps inferred from the sampled stacks of each process's main thread (see
+// step_inference.cpp), as marker lines (docs/markers.md) ready for markers/step_fn.log. `known`
+// is the bootstrap's timeline: its modes are used, and processes with their own steps are skipped.
+struct InferredSteps {
+  std::string lines;
+  std::map<int32_t, int64_t> steps_per_pid;
+  std::vector<std::string> notes;  // processes skipped, functions never seen
+};
+Result<InferredSteps> infer_steps(const std::filesystem::path& profile_dir,
+                                  const std::vector<std::string>& step_functions, const StepTimeline& known);
+
+// Whether a sampled function (co_qualname on 3.11+, co_name before) is the QUALNAME a user gave:
+// equal, or QUALNAME's last dotted component where the interpreter only knows co_name.
+bool step_function_matches(std::string_view qualname, std::string_view function_name);
+
 }  // namespace sprof::bootstrap

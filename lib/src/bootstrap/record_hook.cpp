@@ -156,6 +156,31 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   bool have_marker_steps = false;
   for (const auto& p : timeline.processes) have_marker_steps = have_marker_steps || !p.steps.empty();
   bool have_inferred = false;
+  if (!options_.step_functions.empty()) {
+    auto inferred = infer_steps(output_dir, options_.step_functions, timeline);
+    if (!inferred.ok()) {
+      notes.push_back("--step-fn: " + inferred.error().message);
+      spdlog::warn("--step-fn: {}", inferred.error().message);
+    } else {
+      for (const auto& n : inferred->notes) {
+        spdlog::warn("--step-fn: {}", n);
+        notes.push_back("--step-fn: " + n);
+      }
+      if (!inferred->lines.empty()) {
+        fs::path file = output_dir / kStepFnLog;
+        std::error_code ec;
+        fs::create_directories(file.parent_path(), ec);
+        FILE* f = std::fopen(file.c_str(), "wb");
+        bool ok = f != nullptr && std::fwrite(inferred->lines.data(), 1, inferred->lines.size(), f) == inferred->lines.size();
+        if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+        if (!ok) return make_error(ErrorKind::io, "cannot write {}: {}", file.string(), std::strerror(errno));
+        have_inferred = true;
+        SPROF_TRY(StepTimeline merged, build_profile_timeline(output_dir, &manifest, nullptr));
+        timeline = std::move(merged);
+      }
+    }
+  }
+
   summary_.source = have_marker_steps && have_inferred ? "markers+step-fn"
                     : have_marker_steps                ? "markers"
                     : have_inferred                    ? "step-fn"
