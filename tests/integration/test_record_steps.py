@@ -2,6 +2,7 @@
 markers/markers.log, the step timeline (read back with sprof's own readers through
 sprof_timeline_dump) and the smdebug model_timeline trace in framework/pevents; --no-inject;
 --step-fn on launched and attached processes, checked against the boundaries the scripts log."""
+import glob
 import json
 import os
 import subprocess
@@ -54,7 +55,9 @@ class TorchStepsTest(StepsTestCase):
     def test_torch_training_steps_eval_and_dataloader(self):
         out = os.path.join(self.tmp, "p")
         log = os.path.join(self.tmp, "steps.jsonl")
-        rate = 100
+        # Markers are exact; what separates them from the script's own timestamps is the code (and,
+        # on a loaded machine, the preemptions) between the two. 50 Hz: a 20 ms sample interval.
+        rate = 50
         proc = run_sprof("record", "--subprocesses", "--rate", rate, "-o", out, "--", DEBIAN_PYTHON, TRAIN,
                          "--epochs", "2", "--size", "640", "--eval-batches", "3", "--step-log", log, check=0)
         theirs = script_steps(log)
@@ -184,6 +187,18 @@ class ApiStepsTest(StepsTestCase):
                 # markers.log holds exactly the lines the bootstrap wrote (counted by kind).
                 kinds = [l[0] for l in marker_lines(out)]
                 self.assertEqual((kinds.count("sb"), kinds.count("ctr"), kinds.count("mark")), (7, 5, 1))
+
+    def test_profile_dir_with_colon(self):
+        # PYTHONPATH cannot hold a path with ':': the bootstrap goes to a temporary directory
+        # that is removed afterwards, and markers.log stays in the profile.
+        script = self.write("loop.py", API_LOOP)
+        before = set(glob.glob("/tmp/sprof-bootstrap-*"))
+        out = os.path.join(self.tmp, "a:b")
+        proc = run_sprof("record", "-o", out, "--", DEBIAN_PYTHON, script, os.path.join(self.tmp, "log"), check=0)
+        self.assertIn("steps: 5 train, 2 eval", proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "markers", "markers.log")))
+        self.assertFalse(os.path.exists(os.path.join(out, "markers", "python")))
+        self.assertEqual(set(glob.glob("/tmp/sprof-bootstrap-*")) - before, set())
 
     def test_no_inject(self):
         script = self.write("plain.py", """

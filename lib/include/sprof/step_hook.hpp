@@ -7,7 +7,9 @@
 //   markers/markers.log   every marker line drained from the target, verbatim, in arrival order
 //                         (docs/markers.md); written as it arrives (flushed at least once a second)
 //   markers/step_fn.log   steps inferred with --step-fn, in the same line protocol
-//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package)
+//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package), or a
+//                         temporary directory removed with the hook when PYTHONPATH cannot
+//                         hold the profile directory's path (it contains ':')
 //   framework/pevents/<YYYYMMDDHH>/<end_us>_<node>_model_timeline.json
 //                         Step:ModeKeys.<MODE> events and the DataLoader lanes, per process
 // and a "steps" section in sprof.json.
@@ -68,6 +70,7 @@ class StepRecordHook : public launch::RecordHooks {
   std::optional<BootstrapEnv> env_;  // launch mode with injection
   int log_fd_ = -1;                  // markers.log
   std::string log_path_;
+  std::filesystem::path temp_dir_;   // the bootstrap's directory when the profile's cannot be used
   bool log_failed_ = false;
   StepSummary summary_;
 };

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -33,6 +35,10 @@ StepRecordHook::StepRecordHook(StepHookOptions options) : options_(std::move(opt
 
 StepRecordHook::~StepRecordHook() {
   if (log_fd_ >= 0) ::close(log_fd_);
+  if (!temp_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(temp_dir_, ec);
+  }
 }
 
 Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSetup& setup) {
@@ -49,7 +55,15 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
   prepare_options.torch = options_.torch;
   auto env = prepare(output_dir / kBootstrapDir, prepare_options);
   if (!env.ok()) {
-    // A profile directory PYTHONPATH cannot hold (':') or an unwritable one: record without steps.
+    // A profile directory PYTHONPATH cannot hold (':'): a private temporary directory instead,
+    // removed when the hook goes (after the command has exited).
+    char pattern[] = "/tmp/sprof-bootstrap-XXXXXX";
+    if (::mkdtemp(pattern) != nullptr) {
+      temp_dir_ = pattern;
+      env = prepare(temp_dir_, prepare_options);
+    }
+  }
+  if (!env.ok()) {
     spdlog::warn("no step markers: {}", env.error().message);
     ::close(log_fd_);
     log_fd_ = -1;
