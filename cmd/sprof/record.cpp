@@ -133,6 +133,9 @@ void add_record(CLI::App& app, CommandList& commands) {
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
+      spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
+    }
     flags->steps.inject = !flags->no_inject;
     flags->steps.torch = !flags->no_torch;
     bootstrap::StepRecordHook steps(flags->steps);
