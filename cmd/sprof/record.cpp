@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
@@ -23,6 +24,7 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  std::string python_timer = "total_time";  // per-interval stats directories
 };
 
 // One status line on a terminal, rewritten in place.
@@ -104,6 +106,11 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  sub->add_option("--python-timer", flags->python_timer,
+                  "Samples the per-interval python_stats count: total_time (all), cpu_time (on-CPU), "
+                  "off_cpu_time (idle)")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
+      ->capture_default_str();
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags]() -> Result<int> {
@@ -120,6 +127,11 @@ void add_record(CLI::App& app, CommandList& commands) {
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    // Per-interval stats directories, from the closed sample logs and the step timeline.
+    intervals::WriteOptions stats_options;
+    stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
+    intervals::IntervalStatsHook interval_stats(stats_options, nullptr);
+    hooks.push_back(&interval_stats);
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();
