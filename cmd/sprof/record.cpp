@@ -12,6 +12,7 @@
 #include "sprof/profile_samples.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/step_hook.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -24,6 +25,9 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  bootstrap::StepHookOptions steps;  // --step-fn
+  bool no_inject = false;
+  bool no_torch = false;
   std::string python_timer = "total_time";  // per-interval stats directories
 };
 
@@ -106,6 +110,15 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  // Steps (issue 4): the injected bootstrap and --step-fn.
+  sub->add_flag("--no-inject", flags->no_inject,
+                "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
+  sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");
+  sub->add_option("--step-fn", flags->steps.step_functions,
+                  "Infer steps from the samples: one step per call of this function (qualified name) on the main "
+                  "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--python-timer", flags->python_timer,
                   "Samples the per-interval python_stats count: total_time (all), cpu_time (on-CPU), "
                   "off_cpu_time (idle)")
@@ -127,10 +140,18 @@ void add_record(CLI::App& app, CommandList& commands) {
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
-    // Per-interval stats directories, from the closed sample logs and the step timeline.
+    flags->steps.inject = !flags->no_inject;
+    flags->steps.torch = !flags->no_torch;
+    bootstrap::StepRecordHook steps(flags->steps);
+    hooks.push_back(&steps);
+    // Per-interval stats directories from the closed sample logs and the step timeline; after
+    // the step hook, whose on_finish completes markers.log.
     intervals::WriteOptions stats_options;
     stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
-    intervals::IntervalStatsHook interval_stats(stats_options, nullptr);
+    intervals::IntervalStatsHook interval_stats(
+        stats_options, [](const std::filesystem::path& dir, const store::Manifest& manifest) {
+          return bootstrap::build_profile_timeline(dir, &manifest);
+        });
     hooks.push_back(&interval_stats);
     auto result = launch::record(flags->options, hooks);
     status.clear();
@@ -138,6 +159,8 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
+      if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
+      if (interval_stats.summary()) fmt::print(stderr, "sprof: {}\n", interval_stats.summary()->text());
       fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
     }
     return result->exit_code;
