@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <time.h>
+
 #include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +14,8 @@
 #include "sprof/profile_samples.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/sysmon.hpp"
+#include "sprof/sysmon_hook.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -23,6 +28,9 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
+  int system_interval_ms = sysmon::kDefaultIntervalMs;
+  bool no_system_metrics = false;
 };
 
 // One status line on a terminal, rewritten in place.
@@ -104,6 +112,11 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  // System metrics.
+  sub->add_option("--system-interval-ms", flags->system_interval_ms,
+                  "System metrics interval: 100, 200, 500, 1000, 5000 or 60000 ms")
+      ->capture_default_str();
+  sub->add_flag("--no-system-metrics", flags->no_system_metrics, "Do not write system metrics (system/)");
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags]() -> Result<int> {
@@ -119,6 +132,25 @@ void add_record(CLI::App& app, CommandList& commands) {
 
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
+    std::unique_ptr<sysmon::SystemMonitorHook> system_metrics;
+    if (!flags->no_system_metrics) {
+      SPROF_TRY_STATUS(sysmon::validate_interval(flags->system_interval_ms));
+      sysmon::MonitorOptions monitor;
+      monitor.interval_ms = flags->system_interval_ms;
+      // Timestamps on CLOCK_MONOTONIC plus one fixed offset, like the samples and markers, so a
+      // clock step during the run cannot shift the metrics against them.
+      timespec mono{}, real{};
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      clock_gettime(CLOCK_REALTIME, &real);
+      int64_t offset_ns = (real.tv_sec - mono.tv_sec) * 1000000000LL + (real.tv_nsec - mono.tv_nsec);
+      monitor.epoch_us = [offset_ns] {
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (now.tv_sec * 1000000000LL + now.tv_nsec + offset_ns) / 1000;
+      };
+      system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
+      hooks.push_back(system_metrics.get());
+    }
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
     auto result = launch::record(flags->options, hooks);
     status.clear();
