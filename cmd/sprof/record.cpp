@@ -16,6 +16,7 @@
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
 #include "sprof/sysmon_hook.hpp"
+#include "sprof/step_hook.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -31,6 +32,9 @@ struct RecordFlags {
   // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
   int system_interval_ms = sysmon::kDefaultIntervalMs;
   bool no_system_metrics = false;
+  bootstrap::StepHookOptions steps;  // --step-fn
+  bool no_inject = false;
+  bool no_torch = false;
 };
 
 // One status line on a terminal, rewritten in place.
@@ -117,6 +121,15 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "System metrics interval: 100, 200, 500, 1000, 5000 or 60000 ms")
       ->capture_default_str();
   sub->add_flag("--no-system-metrics", flags->no_system_metrics, "Do not write system metrics (system/)");
+  // Steps (issue 4): the injected bootstrap and --step-fn.
+  sub->add_flag("--no-inject", flags->no_inject,
+                "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
+  sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");
+  sub->add_option("--step-fn", flags->steps.step_functions,
+                  "Infer steps from the samples: one step per call of this function (qualified name) on the main "
+                  "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags]() -> Result<int> {
@@ -152,12 +165,17 @@ void add_record(CLI::App& app, CommandList& commands) {
       hooks.push_back(system_metrics.get());
     }
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    flags->steps.inject = !flags->no_inject;
+    flags->steps.torch = !flags->no_torch;
+    bootstrap::StepRecordHook steps(flags->steps);
+    hooks.push_back(&steps);
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
+      if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
       fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
     }
     return result->exit_code;
