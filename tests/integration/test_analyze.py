@@ -5,11 +5,10 @@ import glob
 import json
 import math
 import os
-import shutil
-import time
+import re
 
-from sprof_testlib import (DEBIAN_PYTHON, EXIT_ISSUES, EXIT_OK, EXIT_USAGE, SMDEBUG_FIXTURES, TempDirTestCase,
-                           run_sprof)
+from sprof_testlib import (DEBIAN_PYTHON, EXIT_ISSUES, EXIT_OK, EXIT_USAGE, SMDEBUG_FIXTURES, SOURCE_DIR,
+                           TempDirTestCase, run_sprof)
 import rules_fixtures as rf
 
 
@@ -247,6 +246,23 @@ class AnalyzeRecordedRun(TempDirTestCase):
         table = run_sprof("analyze", out, check=EXIT_OK).stdout
         self.assertIn("burn_cpu", table)
         self.assertIn("process tree CPUUtilization", table)
+
+
+class AnalyzeManPage(TempDirTestCase):
+    def test_flags_documented(self):
+        with open(os.path.join(SOURCE_DIR, "man", "sprof.1")) as f:
+            man = f.read().replace("\\-", "-")
+        self.assertIn("analyze", run_sprof("--help", check=EXIT_OK).stdout)
+        section = re.search(r'^\.SS "sprof analyze .*?(?=^\.S[SH] )', man, re.S | re.M).group(0)
+        flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b", run_sprof("analyze", "--help").stdout))
+        flags -= {"-h", "--help"}
+        self.assertIn("--fail-on", flags)
+        for flag in sorted(flags):
+            self.assertRegex(section, r"(?<![\w-])%s(?![\w-])" % re.escape(flag))
+        record = re.search(r'^\.SS "sprof record .*?(?=^\.S[SH] )', man, re.S | re.M).group(0)
+        for flag in ("--system-interval-ms", "--no-system-metrics"):
+            self.assertIn(flag, run_sprof("record", "--help").stdout)
+            self.assertIn(flag, record)
 
 
 if __name__ == "__main__":
