@@ -16,17 +16,17 @@ SMDEBUG_SYSTEM_FILE = re.compile(r".+/system/.+/(\d{10}).algo-\d+.json")
 
 TREE = """
 import json, multiprocessing, os, sys, time
-def spin(seconds, megabytes):
+def spin(cpu_seconds, megabytes):
     ballast = bytearray(megabytes << 20)
     for i in range(0, len(ballast), 4096):
         ballast[i] = 1  # touch every page so it is resident
-    end = time.time() + seconds
-    while time.time() < end:
+    end = time.process_time() + cpu_seconds  # CPU time, so a loaded machine only makes it slower
+    while time.process_time() < end:
         pass
 if __name__ == "__main__":
-    child = multiprocessing.Process(target=spin, args=(2.5, 200))
+    child = multiprocessing.Process(target=spin, args=(1.2, 200))
     child.start()
-    spin(2.5, 0)
+    spin(1.2, 0)
     child.join()
     t = os.times()
     with open(sys.argv[1], "w") as f:  # CPU time of the whole tree, as the kernel accounts it
@@ -73,7 +73,7 @@ class RecordSystemMetrics(TempDirTestCase):
         # intervals of the end, no gap much longer than the interval.
         self.assertLess(stamps[0] - start, 1.0, "first tick %.3f s after start" % (stamps[0] - start))
         self.assertLess(ended - stamps[-1], 1.0, "last tick %.3f s before record returned" % (ended - stamps[-1]))
-        self.assertGreaterEqual(stamps[-1] - stamps[0], 2.0)
+        self.assertGreaterEqual(stamps[-1] - stamps[0], 1.0)
         gaps = [b - a for a, b in zip(stamps, stamps[1:])]
         self.assertLess(max(gaps), 1.0, "a gap of %.3f s between ticks at 100 ms" % max(gaps))
         self.assertGreater(len(stamps), (stamps[-1] - stamps[0]) / 0.1 * 0.7)
@@ -97,7 +97,7 @@ class RecordSystemMetrics(TempDirTestCase):
             cpu = next((r["Value"] for r in ticks[stamp] if r["Type"] == "process" and r["Name"] == "CPUUtilization"), 0)
             measured += cpu / 100 * (stamp - previous)
             previous = stamp
-        self.assertGreater(kernel_cpu, 1.0)
+        self.assertGreater(kernel_cpu, 2.4)
         self.assertAlmostEqual(measured, kernel_cpu, delta=max(0.4, 0.15 * kernel_cpu))
         self.assertGreaterEqual(max(t["ProcessCount"] for t in tree), 2)
         self.assertGreater(max(t["ResidentMemoryBytes"] for t in tree), 200 << 20)
