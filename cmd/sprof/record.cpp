@@ -7,8 +7,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "sprof/bootstrap.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/profiling_window.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
 
@@ -82,6 +86,130 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
   }
 }
 
+
+// --- Profiling windows and deterministic mode (--python-profiler cprofile) ---------------------
+
+struct PythonProfilingFlags {
+  std::string profiler;  // "" = sampling unless --profiler-config names one
+  std::string timer;     // "" = the config's cProfileTimer, else total_time
+  int64_t start_step = 0;
+  int64_t num_steps = 0;
+  double start_time_s = 0;
+  double duration_s = 0;
+  CLI::Option* start_step_opt = nullptr;
+  CLI::Option* num_steps_opt = nullptr;
+  CLI::Option* start_time_opt = nullptr;
+  CLI::Option* duration_opt = nullptr;
+  std::string config_file;
+};
+
+// What record does about python stats: the window, the profiler, the cProfile timer.
+struct PythonProfilingPlan {
+  bool enabled = true;  // false: --profiler-config turns python profiling off
+  window::PythonProfiler profiler = window::PythonProfiler::sampling;
+  window::CprofileTimer timer = window::CprofileTimer::total_time;
+  window::ProfilingWindow window;
+  std::string config_file;
+  std::string disabled_reason;
+};
+
+void add_python_profiling_flags(CLI::App* sub, PythonProfilingFlags& f) {
+  sub->add_option("--python-profiler", f.profiler,
+                  "How per-interval python stats are made: sampling (default) or cprofile (cProfile inside the "
+                  "target, exact call counts)")
+      ->check(CLI::IsMember({"sampling", "cprofile"}));
+  sub->add_option("--cprofile-timer", f.timer,
+                  "cProfile's clock in cprofile mode: total_time (default), cpu_time, off_cpu_time or default "
+                  "(smdebug's cycle over steps 9-11)")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time", "default"}));
+  f.start_step_opt = sub->add_option("--python-start-step", f.start_step,
+                                     "Profiling window: first (global) step to get python stats");
+  f.num_steps_opt = sub->add_option("--python-num-steps", f.num_steps,
+                                    "Profiling window: number of steps from --python-start-step (default 1)");
+  f.start_time_opt = sub->add_option("--python-start-time", f.start_time_s,
+                                     "Profiling window: start, Unix epoch seconds (exclusive with the step flags)");
+  f.duration_opt = sub->add_option("--python-duration", f.duration_s,
+                                   "Profiling window: length in seconds from --python-start-time");
+  sub->add_option("--profiler-config", f.config_file,
+                  "smdebug profilerconfig.json: PythonProfilingConfig's window, ProfilerName and cProfileTimer");
+}
+
+Result<PythonProfilingPlan> plan_python_profiling(const PythonProfilingFlags& f) {
+  PythonProfilingPlan plan;
+  bool step_flags = f.start_step_opt->count() > 0 || f.num_steps_opt->count() > 0;
+  bool time_flags = f.start_time_opt->count() > 0 || f.duration_opt->count() > 0;
+  if (step_flags && time_flags) {
+    return make_error(ErrorKind::usage,
+                      "--python-start-step/--python-num-steps and --python-start-time/--python-duration are mutually "
+                      "exclusive: give a step range or a time range");
+  }
+  if (!f.config_file.empty()) {
+    SPROF_TRY(window::PythonProfilingConfig config, window::read_profiler_config(f.config_file));
+    plan.config_file = f.config_file;
+    plan.enabled = config.enabled;
+    plan.disabled_reason = config.disabled_reason;
+    plan.window = config.window;
+    if (config.profiler) plan.profiler = *config.profiler;
+    if (config.timer) plan.timer = *config.timer;
+  }
+  // Flags on the command line win over the file.
+  if (step_flags || time_flags) {
+    auto optional_int = [](CLI::Option* o, int64_t v) { return o->count() > 0 ? std::optional<int64_t>(v) : std::nullopt; };
+    auto optional_double = [](CLI::Option* o, double v) { return o->count() > 0 ? std::optional<double>(v) : std::nullopt; };
+    std::string source = step_flags ? "--python-start-step/--python-num-steps" : "--python-start-time/--python-duration";
+    SPROF_TRY(plan.window, window::ProfilingWindow::make(optional_int(f.start_step_opt, f.start_step),
+                                                         optional_int(f.num_steps_opt, f.num_steps),
+                                                         optional_double(f.start_time_opt, f.start_time_s),
+                                                         optional_double(f.duration_opt, f.duration_s), source));
+    plan.enabled = true;
+  }
+  if (!f.profiler.empty()) plan.profiler = *window::parse_python_profiler(f.profiler);
+  if (!f.timer.empty()) plan.timer = *window::parse_cprofile_timer(f.timer);
+  if (!plan.enabled && !plan.disabled_reason.empty()) {
+    spdlog::warn("--profiler-config {}: python profiling is off because {}", plan.config_file, plan.disabled_reason);
+  }
+  return plan;
+}
+
+nlohmann::json plan_json(const PythonProfilingPlan& plan) {
+  nlohmann::json w = {{"kind", bootstrap::window_spec(plan.window)}, {"description", plan.window.describe()}};
+  if (plan.window.start_step) w["start_step"] = *plan.window.start_step;
+  if (plan.window.num_steps) w["num_steps"] = *plan.window.num_steps;
+  if (plan.window.start_time_s) w["start_time_s"] = *plan.window.start_time_s;
+  if (plan.window.duration_s) w["duration_s"] = *plan.window.duration_s;
+  nlohmann::json j = {{"enabled", plan.enabled},
+                      {"profiler", window::to_string(plan.profiler)},
+                      {"window", w}};
+  if (plan.profiler == window::PythonProfiler::cprofile) j["cprofile_timer"] = window::to_string(plan.timer);
+  if (!plan.config_file.empty()) j["profiler_config"] = plan.config_file;
+  if (!plan.disabled_reason.empty()) j["disabled_reason"] = plan.disabled_reason;
+  return j;
+}
+
+// Deterministic mode: the bootstrap's cProfile settings go into the target's environment; the
+// plan goes into the manifest ("python_profiling") for the stages that write stats afterwards.
+class PythonProfilingHook : public launch::RecordHooks {
+ public:
+  explicit PythonProfilingHook(PythonProfilingPlan plan) : plan_(std::move(plan)) {}
+  Status prepare_child(const std::filesystem::path& output_dir, launch::ChildSetup& setup) override {
+    if (plan_.enabled && plan_.profiler == window::PythonProfiler::cprofile) {
+      bootstrap::CprofileOptions options;
+      options.profile_dir = output_dir;
+      options.window = plan_.window;
+      options.timer = plan_.timer;
+      for (auto& variable : bootstrap::cprofile_environment(options)) setup.env.push_back(std::move(variable));
+    }
+    return {};
+  }
+  Status on_finish(const std::filesystem::path&, store::Manifest& manifest) override {
+    manifest.extra.emplace_back("python_profiling", plan_json(plan_).dump());
+    return {};
+  }
+
+ private:
+  PythonProfilingPlan plan_;
+};
+
 }  // namespace
 
 void add_record(CLI::App& app, CommandList& commands) {
@@ -104,9 +232,11 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  auto python_flags = std::make_shared<PythonProfilingFlags>();
+  add_python_profiling_flags(sub, *python_flags);
   sub->add_option("command", flags->command, "The command to run, after --");
 
-  commands.push_back({sub, [flags]() -> Result<int> {
+  commands.push_back({sub, [flags, python_flags]() -> Result<int> {
     if (flags->command.empty() && flags->options.attach_pid == 0) {
       return make_error(ErrorKind::usage, "record needs a command after -- or --pid PID (see sprof record --help)");
     }
@@ -117,8 +247,17 @@ void add_record(CLI::App& app, CommandList& commands) {
     flags->options.blocking = flags->blocking;
     flags->options.output_dir = flags->output;
 
+    SPROF_TRY(PythonProfilingPlan python_plan, plan_python_profiling(*python_flags));
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile &&
+        flags->options.attach_pid != 0) {
+      return make_error(ErrorKind::usage,
+                        "--python-profiler cprofile needs a launched command: cProfile cannot be injected into --pid");
+    }
+    PythonProfilingHook python_profiling(python_plan);
+
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
+    hooks.push_back(&python_profiling);
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
     auto result = launch::record(flags->options, hooks);
     status.clear();
