@@ -15,6 +15,7 @@
 #include "sprof/profiling_window.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/step_hook.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -27,6 +28,9 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  bootstrap::StepHookOptions steps;  // --step-fn
+  bool no_inject = false;
+  bool no_torch = false;
 };
 
 // One status line on a terminal, rewritten in place.
@@ -232,6 +236,15 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  // Steps (issue 4): the injected bootstrap and --step-fn.
+  sub->add_flag("--no-inject", flags->no_inject,
+                "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
+  sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");
+  sub->add_option("--step-fn", flags->steps.step_functions,
+                  "Infer steps from the samples: one step per call of this function (qualified name) on the main "
+                  "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto python_flags = std::make_shared<PythonProfilingFlags>();
   add_python_profiling_flags(sub, *python_flags);
   sub->add_option("command", flags->command, "The command to run, after --");
@@ -253,18 +266,27 @@ void add_record(CLI::App& app, CommandList& commands) {
       return make_error(ErrorKind::usage,
                         "--python-profiler cprofile needs a launched command: cProfile cannot be injected into --pid");
     }
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile && flags->no_inject) {
+      return make_error(ErrorKind::usage,
+                        "--python-profiler cprofile runs cProfile through sprof's bootstrap, which --no-inject turns off");
+    }
     PythonProfilingHook python_profiling(python_plan);
 
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
     hooks.push_back(&python_profiling);
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    flags->steps.inject = !flags->no_inject;
+    flags->steps.torch = !flags->no_torch;
+    bootstrap::StepRecordHook steps(flags->steps);
+    hooks.push_back(&steps);
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
+      if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
       fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
     }
     return result->exit_code;

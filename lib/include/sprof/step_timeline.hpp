@@ -17,12 +17,14 @@
 // file it under "finalization", as its documentation intends.
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "sprof/markers.hpp"
+#include "sprof/result.hpp"
 
 namespace sprof::bootstrap {
 
@@ -158,5 +160,12 @@ class StepTimelineBuilder {
 };
 
 StepTimeline build_step_timeline(std::span<const Marker> markers);
+
+// The step timeline of a recorded profile: parses <profile_dir>/markers/markers.log (and
+// markers/step_fn.log, the steps `record --step-fn` inferred from the samples) and ends each
+// process at its detach time from the manifest sprof.json (set_process_exit). A profile without
+// markers gives an empty timeline, not an error; malformed lines are skipped (as the parser does).
+// Errors: profile_dir is not a directory, or a marker file exists but cannot be read.
+Result<StepTimeline> read_step_timeline(const std::filesystem::path& profile_dir);
 
 }  // namespace sprof::bootstrap

@@ -1,0 +1,94 @@
+#pragma once
+// Making `sprof record` step-aware: the record hook that injects sprof's bootstrap into a launched
+// command, persists its markers and turns them (or, with --step-fn, the sampled stacks) into the
+// step timeline and smdebug's framework trace.
+//
+// Files it writes in the profile directory:
+//   markers/markers.log   every marker line drained from the target, verbatim, in arrival order
+//                         (docs/markers.md); written as it arrives (flushed at least once a second)
+//   markers/step_fn.log   steps inferred with --step-fn, in the same line protocol
+//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package)
+//   framework/pevents/<YYYYMMDDHH>/<end_us>_<node>_model_timeline.json
+//                         Step:ModeKeys.<MODE> events and the DataLoader lanes, per process
+// and a "steps" section in sprof.json.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprof/bootstrap.hpp"
+#include "sprof/manifest.hpp"
+#include "sprof/record.hpp"
+#include "sprof/result.hpp"
+#include "sprof/step_timeline.hpp"
+
+namespace sprof::bootstrap {
+
+inline constexpr const char* kMarkersLog = "markers/markers.log";
+inline constexpr const char* kStepFnLog = "markers/step_fn.log";
+inline constexpr const char* kBootstrapDir = "markers/python";
+
+struct StepHookOptions {
+  bool inject = true;                       // false: --no-inject
+  bool torch = true;                        // automatic PyTorch detection
+  std::vector<std::string> step_functions;  // --step-fn QUALNAME (repeatable)
+};
+
+// What on_finish found, for the end-of-record summary.
+struct StepSummary {
+  bool injected = false;
+  std::string framework;                 // "pytorch" when any process imported torch, else "python"
+  std::map<std::string, int64_t> steps;  // mode ("train", ...) -> steps, all processes
+  std::string source;                    // "markers", "step-fn", "markers+step-fn" or "" (no steps)
+  int64_t marker_lines = 0;
+  int64_t dropped_markers = 0;
+  std::vector<std::filesystem::path> trace_files;
+  std::string text() const;  // "steps: 12 train, 3 eval (pytorch, from markers)"; "" without steps
+};
+
+class StepRecordHook : public launch::RecordHooks {
+ public:
+  explicit StepRecordHook(StepHookOptions options);
+  ~StepRecordHook() override;
+
+  Status prepare_child(const std::filesystem::path& output_dir, launch::ChildSetup& setup) override;
+  void on_housekeeping(int64_t now_ns) override;
+  Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
+
+  const StepSummary& summary() const { return summary_; }
+
+ private:
+  void drain();
+
+  StepHookOptions options_;
+  std::optional<BootstrapEnv> env_;  // launch mode with injection
+  int log_fd_ = -1;                  // markers.log
+  std::string log_path_;
+  bool log_failed_ = false;
+  StepSummary summary_;
+};
+
+// read_step_timeline() with the manifest given (on_finish has it before sprof.json is final);
+// manifest nullptr: no process exits are known. `problems` gets the marker parser's complaints.
+Result<StepTimeline> build_profile_timeline(const std::filesystem::path& profile_dir, const store::Manifest* manifest,
+                                            std::vector<std::string>* problems = nullptr);
+
+// Writes the timeline as smdebug's framework trace, model_timeline files under
+// framework/pevents/, one node per process with events (its node id "<pid>-<host>" as in
+// sprof.json); a DataLoader worker's lane event goes to its parent's node. Events:
+//   Step:ModeKeys.<MODE>      X, args pid, step_num (the mode's step, a string as smdebug writes it)
+//   forwardpassend            i on the step's lane at FORWARD_PASS_END, args pid, step_num
+//   DataLoaderIterInitialize  X "<iterator class>.__init__", args num_workers, pin_memory, pid
+//   DataLoaderIter            X "<iterator class>::GetNext" per next() (the wait for a batch), args pid
+//   DataLoaderWorker          X "_worker_loop" per worker, args pid (the worker's), worker_id
+//   <domain> (or "sprof")     i per counter value (args value, pid, tid) and instant marker
+// Times are epoch µs from the manifest's (monotonic, realtime) pair. Returns the files written.
+Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesystem::path& profile_dir,
+                                                            const store::Manifest& manifest,
+                                                            const StepTimeline& timeline);
+
+}  // namespace sprof::bootstrap
