@@ -240,7 +240,8 @@ class AnalyzeRecordedRun(TempDirTestCase):
         metrics = {m["metric"]: m for m in report["system"]["metrics"]}
         self.assertIn("process tree CPUUtilization", metrics)
         self.assertIn("process tree ResidentMemoryBytes", metrics)
-        self.assertGreater(metrics["process tree CPUUtilization"]["max"], 50)
+        # The script burns one core while it can get one; on a loaded 2-core machine that was ~20 %.
+        self.assertGreater(metrics["process tree CPUUtilization"]["max"], 5)
         cov = report["system"]["coverage"][0]
         self.assertGreater(cov["last_s"] - cov["first_s"], job["duration_s"] - 1.0)
         table = run_sprof("analyze", out, check=EXIT_OK).stdout
