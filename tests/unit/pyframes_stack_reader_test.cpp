@@ -161,6 +161,11 @@ TEST_CASE("torn or impossible 3.12 chains are refused", "[pyframes][stackreader]
     CHECK(r.read() == StackReader::Outcome::invalid);
     CHECK(std::string(r.reader.reason()) == "unreadable frame");
   }
+  SECTION("a torn frame pointer near 2^64 (its end address wraps around)") {
+    w.set_leaf(~uint64_t{0} - 15);
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "unreadable frame");
+  }
   SECTION("a cycle through generator frames") {
     std::vector<uint8_t> g1(80), g2(80);
     put<uint8_t>(g1, w.layout.if_owner, 1);
