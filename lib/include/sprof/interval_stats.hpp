@@ -74,6 +74,7 @@ struct ProcessInterval {
   std::string node_id;
   std::string framework;          // "pytorch" | "python"
   bootstrap::Interval interval;   // the timeline's (or the whole-life one of a process without markers)
+  std::optional<size_t> timeline_index;  // its index in ProcessTimeline::intervals, if it has one
   store::StatsDirName name;       // times in epoch microseconds, from the manifest's clock pair
   std::string dir_name;           // format_stats_dir_name(name)
   // The sample times it owns: [start, end) less the paused ranges. A process's first interval
@@ -120,14 +121,16 @@ std::string render_tree_html(const store::ProfileSamples& profile, const Process
 
 struct WriteOptions {
   PythonTimer timer = PythonTimer::total_time;
-  // Which intervals get a directory (profiling windows plug in here); empty: every interval.
-  std::function<bool(const ProcessInterval&)> include;
+  // Which of a process's intervals get a directory: flags parallel to process.intervals (a
+  // profiling window, e.g. window::select_intervals). Unset: every interval. A process the
+  // timeline does not know always gets its one whole-life interval.
+  std::function<std::vector<bool>(const bootstrap::ProcessTimeline& process, const store::Manifest& manifest)> select;
 };
 
 struct WriteSummary {
   size_t intervals = 0;    // planned
   size_t directories = 0;  // written
-  size_t excluded = 0;     // left out by WriteOptions::include
+  size_t excluded = 0;     // left out by WriteOptions::select
   size_t without_samples = 0;  // written without python_stats (pstats cannot hold no functions)
   uint64_t samples = 0;    // kept samples in the written intervals
   std::string text() const;  // one line for record's summary
