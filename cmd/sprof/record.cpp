@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <time.h>
+
 #include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +15,8 @@
 #include "sprof/profile_samples.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/sysmon.hpp"
+#include "sprof/sysmon_hook.hpp"
 #include "sprof/step_hook.hpp"
 
 namespace sprof::cli {
@@ -25,6 +30,9 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
+  int system_interval_ms = sysmon::kDefaultIntervalMs;
+  bool no_system_metrics = false;
   bootstrap::StepHookOptions steps;  // --step-fn
   bool no_inject = false;
   bool no_torch = false;
@@ -110,6 +118,11 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  // System metrics.
+  sub->add_option("--system-interval-ms", flags->system_interval_ms,
+                  "System metrics interval: 100, 200, 500, 1000, 5000 or 60000 ms")
+      ->capture_default_str();
+  sub->add_flag("--no-system-metrics", flags->no_system_metrics, "Do not write system metrics (system/)");
   // Steps (issue 4): the injected bootstrap and --step-fn.
   sub->add_flag("--no-inject", flags->no_inject,
                 "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
@@ -139,7 +152,29 @@ void add_record(CLI::App& app, CommandList& commands) {
 
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
+    std::unique_ptr<sysmon::SystemMonitorHook> system_metrics;
+    if (!flags->no_system_metrics) {
+      SPROF_TRY_STATUS(sysmon::validate_interval(flags->system_interval_ms));
+      sysmon::MonitorOptions monitor;
+      monitor.interval_ms = flags->system_interval_ms;
+      // Timestamps on CLOCK_MONOTONIC plus one fixed offset, like the samples and markers, so a
+      // clock step during the run cannot shift the metrics against them.
+      timespec mono{}, real{};
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      clock_gettime(CLOCK_REALTIME, &real);
+      int64_t offset_ns = (real.tv_sec - mono.tv_sec) * 1000000000LL + (real.tv_nsec - mono.tv_nsec);
+      monitor.epoch_us = [offset_ns] {
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (now.tv_sec * 1000000000LL + now.tv_nsec + offset_ns) / 1000;
+      };
+      system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
+      hooks.push_back(system_metrics.get());
+    }
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
+      spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
+    }
     flags->steps.inject = !flags->no_inject;
     flags->steps.torch = !flags->no_torch;
     bootstrap::StepRecordHook steps(flags->steps);

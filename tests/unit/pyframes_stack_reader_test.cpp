@@ -155,6 +155,12 @@ TEST_CASE("torn or impossible 3.12 chains are refused", "[pyframes][stackreader]
     CHECK(r.read() == StackReader::Outcome::invalid);
     CHECK(std::string(r.reader.reason()) == "instruction pointer outside its code object");
   }
+  SECTION("a torn caller pointer near 2^64 (its end wraps around) is not taken for a chunk frame") {
+    uint64_t torn = ~uint64_t{0} - 15;
+    w.set_leaf(w.frame(0, code, torn));
+    CHECK(r.read() == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "unreadable frame");
+  }
   SECTION("a cycle through generator frames") {
     std::vector<uint8_t> g1(80), g2(80);
     put<uint8_t>(g1, w.layout.if_owner, 1);

@@ -191,8 +191,11 @@ bool StackReader::extend(Chunk& c, uint64_t length) {
 const uint8_t* StackReader::frame_bytes(uint64_t address, int& chunk_index) {
   for (size_t i = 0; i < chunk_count_; ++i) {
     Chunk& c = chunks_[i];
-    if (address < c.address + layout_.chunk_data || address + layout_.iframe_size > c.address + c.size) continue;
-    uint64_t end = address - c.address + layout_.iframe_size;
+    // Offsets, not end addresses: a torn pointer near 2^64 must not wrap past the bounds check.
+    if (address < c.address + layout_.chunk_data) continue;
+    const uint64_t offset = address - c.address;
+    if (c.size < layout_.iframe_size || offset > c.size - layout_.iframe_size) continue;
+    uint64_t end = offset + layout_.iframe_size;
     if (end > c.bytes.size() && !extend(c, end + kSlack)) return nullptr;
     chunk_index = static_cast<int>(i);
     return c.bytes.data() + (address - c.address);
