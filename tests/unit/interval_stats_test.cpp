@@ -314,10 +314,10 @@ TEST_CASE("intervals: stats directories written, readable, and windows respected
 
   SECTION("only the intervals a window includes") {
     fs::remove_all(f->dir.path() / "framework");
-    options.select = [](const bootstrap::ProcessTimeline& process, const store::Manifest&) {
-      std::vector<bool> flags;
-      for (const auto& i : process.intervals) flags.push_back(i.kind == bootstrap::IntervalKind::step);
-      return flags;
+    // as a window does it: the process's own intervals by index, a marker-less process always
+    options.include = [&](const intervals::ProcessInterval& i) {
+      if (!i.timeline_index) return true;
+      return f->timeline.find(i.pid)->intervals.at(*i.timeline_index).kind == bootstrap::IntervalKind::step;
     };
     auto windowed = intervals::write_interval_stats(f->profile, f->timeline, options);
     REQUIRE(windowed.ok());

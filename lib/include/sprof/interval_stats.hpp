@@ -121,16 +121,14 @@ std::string render_tree_html(const store::ProfileSamples& profile, const Process
 
 struct WriteOptions {
   PythonTimer timer = PythonTimer::total_time;
-  // Which of a process's intervals get a directory: flags parallel to process.intervals (a
-  // profiling window, e.g. window::select_intervals). Unset: every interval. A process the
-  // timeline does not know always gets its one whole-life interval.
-  std::function<std::vector<bool>(const bootstrap::ProcessTimeline& process, const store::Manifest& manifest)> select;
+  // Which intervals get a directory (profiling windows plug in here); unset: every interval.
+  std::function<bool(const ProcessInterval&)> include;
 };
 
 struct WriteSummary {
   size_t intervals = 0;    // planned
   size_t directories = 0;  // written
-  size_t excluded = 0;     // left out by WriteOptions::select
+  size_t excluded = 0;     // left out by WriteOptions::include
   size_t without_samples = 0;  // written without python_stats (pstats cannot hold no functions)
   uint64_t samples = 0;    // kept samples in the written intervals
   std::string text() const;  // one line for record's summary

@@ -31,19 +31,10 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
   summary.intervals = planned.size();
   std::map<size_t, std::unique_ptr<StatsBuilder>> builders;  // per process
   std::set<fs::path> written;
-  std::map<int32_t, std::vector<bool>> selected;  // per pid, parallel to its timeline's intervals
-  if (options.select) {
-    for (const bootstrap::ProcessTimeline& process : timeline.processes) {
-      selected[process.pid] = options.select(process, *profile.manifest);
-    }
-  }
   for (const ProcessInterval& interval : planned) {
-    if (options.select && interval.timeline_index) {
-      const auto& flags = selected[interval.pid];
-      if (*interval.timeline_index >= flags.size() || !flags[*interval.timeline_index]) {
-        ++summary.excluded;
-        continue;
-      }
+    if (options.include && !options.include(interval)) {
+      ++summary.excluded;
+      continue;
     }
     fs::path dir = profile.dir / interval.relative_dir();
     if (!written.insert(dir).second) {
