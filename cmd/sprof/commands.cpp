@@ -18,6 +18,7 @@ void add_all_commands(CLI::App& app, CommandList& commands) {
   add_rules(app, commands);
   add_analyze(app, commands);
   add_sysmon(app, commands);
+  add_stats_dirs(app, commands);
 }
 
 }  // namespace sprof::cli

@@ -190,5 +190,31 @@ class IntervalStatsTest(TempDirTestCase):
         self.assertAlmostEqual(find(tree["root_frame"], "sleepy")["time"], 0.2, delta=0.03)
 
 
+class TimerChoiceTest(TempDirTestCase):
+    def test_record_timer_and_rewriting_the_stats_dirs(self):
+        out = os.path.join(self.tmp, "prof")
+        run_sprof("record", "-o", out, "--rate", "200", "--python-timer", "off_cpu_time", "--",
+                  DEBIAN_PYTHON, workload("interval_steps.py"), "1", "3", check=0)
+        with open(os.path.join(out, "sprof.json")) as f:
+            self.assertEqual(json.load(f)["interval_stats"]["timer"], "off_cpu_time")
+        # The recorded timer is the queries' default: busy steps have next to nothing idle.
+        doc = sprof_json("fetch-by-step", out, "--step", "2")
+        self.assertEqual(doc["python_timer"], "off_cpu_time")
+        self.assertLess(doc["total_tt"], 0.02)
+        sleeping = sprof_json("fetch-by-step", out, "--step", "1", "--source", "stats")
+        self.assertAlmostEqual(function_row(sleeping, "sleepy")["tottime"], 0.2, delta=0.03)
+
+        run_sprof("stats-dirs", out, "--python-timer", "cpu_time", check=0)
+        with open(os.path.join(out, "sprof.json")) as f:
+            self.assertEqual(json.load(f)["interval_stats"]["timer"], "cpu_time")
+        files = sprof_json("fetch-by-step", out, "--step", "2", "--source", "stats")
+        samples = sprof_json("fetch-by-step", out, "--step", "2")
+        self.assertEqual(samples["python_timer"], "cpu_time")
+        self.assertAlmostEqual(function_row(files, "busy_loop")["tottime"], 0.1, delta=0.03)
+        self.assertEqual(files["total_tt"], samples["total_tt"])
+        proc = run_sprof("stats-dirs", self.tmp, check=2)
+        self.assertIn("not a sprof profile", proc.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -104,7 +105,10 @@ std::unique_ptr<Fixture> make_fixture() {
     Program p(log);
     uint32_t main = log.thread(1, 8);
     uint32_t top = p.stack({{p.module, 3}});
+    uint32_t later = p.stack({{p.module, 4}});
     for (int t = 5; t < 100; t += 10) tick(log, t, main, top, 0);
+    tick(log, 105, main, 0, 0);  // no Python frames: proves no call ended
+    for (int t = 115; t < 200; t += 10) tick(log, t, main, later, 0);
     REQUIRE(log.close().ok());
   }
   auto loaded = store::load_profile_samples(dir);
@@ -220,6 +224,20 @@ TEST_CASE("intervals: pstats numbers from samples", "[intervals]") {
   CHECK(post.tree[0].time_s == Approx(0.22));
 }
 
+TEST_CASE("intervals: a process without markers is one interval; its outermost call is one call", "[intervals]") {
+  auto f = make_fixture();
+  auto planned = intervals::plan_intervals(f->profile, f->timeline);
+  REQUIRE(planned.ok());
+  auto whole = std::find_if(planned->begin(), planned->end(), [](const auto& i) { return i.pid == 8; });
+  REQUIRE(whole != planned->end());
+  CHECK(whole->framework == "python");
+  auto stats = intervals::build_interval_stats(f->profile, *whole, PythonTimer::total_time);
+  CHECK(stats.samples == 19);
+  const auto& module = stats_of(stats.table, "<module>");
+  CHECK(module.nc == 1);  // its line moved and a sample had no frames: still the same call
+  CHECK(module.tt == Approx(0.19));
+}
+
 TEST_CASE("intervals: calls observed, callers and timers", "[intervals]") {
   auto f = make_fixture();
   auto planned = intervals::plan_intervals(f->profile, f->timeline);
@@ -295,13 +313,16 @@ TEST_CASE("intervals: stats directories written, readable, and windows respected
   CHECK(tree["program"] == "python3 train.py");
 
   SECTION("only the intervals a window includes") {
-    test::TempDir other;
     fs::remove_all(f->dir.path() / "framework");
-    options.include = [](const intervals::ProcessInterval& i) { return i.interval.kind == bootstrap::IntervalKind::step; };
+    // as a window does it: the process's own intervals by index, a marker-less process always
+    options.include = [&](const intervals::ProcessInterval& i) {
+      if (!i.timeline_index) return true;
+      return f->timeline.find(i.pid)->intervals.at(*i.timeline_index).kind == bootstrap::IntervalKind::step;
+    };
     auto windowed = intervals::write_interval_stats(f->profile, f->timeline, options);
     REQUIRE(windowed.ok());
-    CHECK(windowed->directories == 2);
-    CHECK(windowed->excluded == 4);
+    CHECK(windowed->directories == 3);  // the two steps, and pid 8's whole life
+    CHECK(windowed->excluded == 3);  // pid 7: pre-step-zero, the gap, post-hook-close
     size_t dirs = 0;
     for (const auto& e : fs::directory_iterator(node7)) dirs += e.is_directory() ? 1 : 0;
     CHECK(dirs == 2);

@@ -74,6 +74,7 @@ struct ProcessInterval {
   std::string node_id;
   std::string framework;          // "pytorch" | "python"
   bootstrap::Interval interval;   // the timeline's (or the whole-life one of a process without markers)
+  std::optional<size_t> timeline_index;  // its index in ProcessTimeline::intervals, if it has one
   store::StatsDirName name;       // times in epoch microseconds, from the manifest's clock pair
   std::string dir_name;           // format_stats_dir_name(name)
   // The sample times it owns: [start, end) less the paused ranges. A process's first interval
@@ -120,7 +121,7 @@ std::string render_tree_html(const store::ProfileSamples& profile, const Process
 
 struct WriteOptions {
   PythonTimer timer = PythonTimer::total_time;
-  // Which intervals get a directory (profiling windows plug in here); empty: every interval.
+  // Which intervals get a directory (profiling windows plug in here); unset: every interval.
   std::function<bool(const ProcessInterval&)> include;
 };
 

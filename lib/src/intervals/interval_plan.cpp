@@ -118,8 +118,11 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       intervals.push_back(whole);
     }
 
-    for (const bootstrap::Interval& interval : intervals) {
+    const bool from_timeline = tl != nullptr && !tl->intervals.empty();
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      const bootstrap::Interval& interval = intervals[i];
       ProcessInterval pi;
+      if (from_timeline) pi.timeline_index = i;
       pi.process = index;
       pi.pid = pid;
       pi.node_id = node_id;

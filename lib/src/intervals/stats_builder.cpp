@@ -99,7 +99,11 @@ void StatsBuilder::touch_edge(uint32_t edge) {
 // A frame continues the call seen at its depth in the thread's previous sample when the
 // function is the same and its caller is the very same frame (same function, same line):
 // otherwise the caller has moved on, so this is a new call.
+// A sample without Python frames (the thread outside Python, or its frame pointer caught
+// between frames) says nothing about which calls ended: it leaves the state alone, so counts
+// stay a lower bound.
 void StatsBuilder::observe(ThreadState& thread, uint32_t stack, bool kept) {
+  if (stack == 0) return;
   const StackInfo& now = stack_info(stack);
   const StackInfo& before = stack_info(thread.stack);
   const size_t n = now.frames.size();
