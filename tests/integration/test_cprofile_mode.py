@@ -296,6 +296,11 @@ class RecordFlagsTest(CprofileTestCase):
     def test_cprofile_needs_a_launched_command(self):
         out = run_sprof("record", "--python-profiler", "cprofile", "--pid", str(os.getpid()))
         self.assertEqual(out.returncode, 2, out.stderr)
+        if self.record_injects():
+            out = run_sprof("record", "--python-profiler", "cprofile", "--no-inject", "--", "/usr/bin/python3",
+                            "-c", "pass")
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertIn("--no-inject", out.stderr)
 
     def record_injects(self):
         help_text = run_sprof("record", "--help").stdout
