@@ -47,5 +47,6 @@ void add_pre_step_zero(CLI::App& app, CommandList& commands);
 void add_post_hook_close(CLI::App& app, CommandList& commands);
 void add_by_phase(CLI::App& app, CommandList& commands);
 void add_sysmon(CLI::App& app, CommandList& commands);
+void add_analyze(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

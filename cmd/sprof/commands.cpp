@@ -16,6 +16,7 @@ void add_all_commands(CLI::App& app, CommandList& commands) {
   add_export(app, commands);
   add_dump(app, commands);
   add_rules(app, commands);
+  add_analyze(app, commands);
   add_sysmon(app, commands);
 }
 

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <time.h>
+
 #include <cstdio>
+#include <map>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -11,10 +15,13 @@
 
 #include "command.hpp"
 #include "sprof/bootstrap.hpp"
+#include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/profiling_window.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/sysmon.hpp"
+#include "sprof/sysmon_hook.hpp"
 #include "sprof/step_hook.hpp"
 
 namespace sprof::cli {
@@ -28,9 +35,13 @@ struct RecordFlags {
   bool idle = false;
   bool gil = false;
   std::string output;
+  // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
+  int system_interval_ms = sysmon::kDefaultIntervalMs;
+  bool no_system_metrics = false;
   bootstrap::StepHookOptions steps;  // --step-fn
   bool no_inject = false;
   bool no_torch = false;
+  std::string python_timer = "total_time";  // per-interval stats directories
 };
 
 // One status line on a terminal, rewritten in place.
@@ -236,6 +247,11 @@ void add_record(CLI::App& app, CommandList& commands) {
   auto* nonblocking =
       sub->add_flag("--nonblocking", flags->nonblocking, "Read stacks without pausing the target (the default)");
   blocking->excludes(nonblocking);
+  // System metrics.
+  sub->add_option("--system-interval-ms", flags->system_interval_ms,
+                  "System metrics interval: 100, 200, 500, 1000, 5000 or 60000 ms")
+      ->capture_default_str();
+  sub->add_flag("--no-system-metrics", flags->no_system_metrics, "Do not write system metrics (system/)");
   // Steps (issue 4): the injected bootstrap and --step-fn.
   sub->add_flag("--no-inject", flags->no_inject,
                 "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
@@ -247,6 +263,11 @@ void add_record(CLI::App& app, CommandList& commands) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto python_flags = std::make_shared<PythonProfilingFlags>();
   add_python_profiling_flags(sub, *python_flags);
+  sub->add_option("--python-timer", flags->python_timer,
+                  "Samples the per-interval python_stats count: total_time (all), cpu_time (on-CPU), "
+                  "off_cpu_time (idle)")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
+      ->capture_default_str();
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags]() -> Result<int> {
@@ -275,11 +296,62 @@ void add_record(CLI::App& app, CommandList& commands) {
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
     hooks.push_back(&python_profiling);
+    std::unique_ptr<sysmon::SystemMonitorHook> system_metrics;
+    if (!flags->no_system_metrics) {
+      SPROF_TRY_STATUS(sysmon::validate_interval(flags->system_interval_ms));
+      sysmon::MonitorOptions monitor;
+      monitor.interval_ms = flags->system_interval_ms;
+      // Timestamps on CLOCK_MONOTONIC plus one fixed offset, like the samples and markers, so a
+      // clock step during the run cannot shift the metrics against them.
+      timespec mono{}, real{};
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      clock_gettime(CLOCK_REALTIME, &real);
+      int64_t offset_ns = (real.tv_sec - mono.tv_sec) * 1000000000LL + (real.tv_nsec - mono.tv_nsec);
+      monitor.epoch_us = [offset_ns] {
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (now.tv_sec * 1000000000LL + now.tv_nsec + offset_ns) / 1000;
+      };
+      system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
+      hooks.push_back(system_metrics.get());
+    }
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
+      spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
+    }
     flags->steps.inject = !flags->no_inject;
     flags->steps.torch = !flags->no_torch;
     bootstrap::StepRecordHook steps(flags->steps);
     hooks.push_back(&steps);
+    // Per-interval stats directories from the closed sample logs and the step timeline; after
+    // the step hook, whose on_finish completes markers.log.
+    intervals::WriteOptions stats_options;
+    stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
+    // The profiling window, resolved per process once the timeline is known (smdebug's lazily
+    // filled start step / start time come from each process's first step).
+    auto windows = std::make_shared<std::map<int32_t, window::ResolvedWindow>>();
+    auto clock_offset = std::make_shared<int64_t>(0);
+    stats_options.include = [windows, clock_offset](const intervals::ProcessInterval& interval) {
+      auto it = windows->find(interval.pid);
+      return it == windows->end() || window::contains(it->second, interval.interval, *clock_offset);
+    };
+    intervals::IntervalStatsHook interval_stats(
+        stats_options, [windows, clock_offset, plan_window = python_plan.window](const std::filesystem::path& dir,
+                                                                           const store::Manifest& manifest) {
+          auto timeline = bootstrap::build_profile_timeline(dir, &manifest);
+          if (timeline.ok()) {
+            *clock_offset = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
+            for (const auto& process : timeline->processes) {
+              (*windows)[process.pid] = window::resolve(plan_window, process, *clock_offset);
+            }
+          }
+          return timeline;
+        });
+    // Sampled stats only in sampling mode (smdebug writes one profiler's stats), and not when
+    // --profiler-config turns python profiling off.
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::sampling) {
+      hooks.push_back(&interval_stats);
+    }
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();
@@ -287,6 +359,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
       if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
+      if (interval_stats.summary()) fmt::print(stderr, "sprof: {}\n", interval_stats.summary()->text());
       fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
     }
     return result->exit_code;

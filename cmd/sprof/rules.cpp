@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "fail_on.hpp"
 #include "sprof/exit_codes.hpp"
 #include "sprof/rules.hpp"
 #include "text_table.hpp"
@@ -28,11 +29,6 @@ struct RulesCommandOptions {
   bool list = false;
 };
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 const char* status_color(rules::RuleStatus status) {
   switch (status) {
     case rules::RuleStatus::issues_found: return "31";
@@ -40,33 +36,6 @@ const char* status_color(rules::RuleStatus status) {
     case rules::RuleStatus::no_data: return "2";
   }
   return "";
-}
-
-// --fail-on any | RULE[,RULE...]: the rules whose IssuesFound makes the exit status 3.
-Result<std::vector<std::string>> parse_fail_on(const std::string& text, const std::vector<rules::RuleResult>& results) {
-  std::vector<std::string> names;
-  if (text.empty()) return names;
-  if (lower(text) == "any") {
-    for (const auto& r : results) names.push_back(r.rule);
-    return names;
-  }
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    if (name.empty()) continue;
-    auto it = std::find_if(results.begin(), results.end(),
-                           [&](const rules::RuleResult& r) { return lower(r.rule) == lower(name); });
-    if (it == results.end()) {
-      std::vector<std::string> ran;
-      for (const auto& r : results) ran.push_back(r.rule);
-      return make_error(ErrorKind::usage, "--fail-on {}: not one of the rules run ({}), nor 'any'", name,
-                        fmt::join(ran, ", "));
-    }
-    names.push_back(it->rule);
-  }
-  return names;
 }
 
 std::string render_table(const std::vector<rules::RuleResult>& results, bool color) {
@@ -158,12 +127,9 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
     fmt::print("{}", render_table(results, global_options().color_enabled));
   }
   std::fflush(stdout);
-  for (const auto& r : results) {
-    if (r.status == rules::RuleStatus::issues_found &&
-        std::find(fail_on.begin(), fail_on.end(), r.rule) != fail_on.end()) {
-      spdlog::info("{} found issues (--fail-on {})", r.rule, options.fail_on);
-      return kExitIssuesFound;
-    }
+  if (const rules::RuleResult* failing = failing_rule(results, fail_on)) {
+    spdlog::info("{} found issues (--fail-on {})", failing->rule, options.fail_on);
+    return kExitIssuesFound;
   }
   return kExitSuccess;
 }

@@ -1,3 +1,4 @@
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "sprof/sysmon_hook.hpp"
@@ -19,13 +20,22 @@ void SystemMonitorHook::on_start(const launch::RecordContext& context) {
   monitor_ = std::move(monitor).value();
 }
 
-Status SystemMonitorHook::on_finish(const std::filesystem::path& /*output_dir*/, store::Manifest& /*manifest*/) {
+Status SystemMonitorHook::on_finish(const std::filesystem::path& /*output_dir*/, store::Manifest& manifest) {
   if (!monitor_) return {};
   Status stopped = monitor_->stop();
   MonitorStats stats = monitor_->stats();
   spdlog::debug("system monitor: {} ticks, {} GPU(s), sampling thread {:.3f} s CPU over {:.1f} s", stats.ticks,
                 stats.gpus, static_cast<double>(stats.thread_cpu_ns) / 1e9, static_cast<double>(stats.wall_ns) / 1e9);
   if (!stopped.ok()) spdlog::warn("system metrics incomplete: {}", stopped.error().message);
+  // What analyze reports about the metrics and what they cost.
+  nlohmann::ordered_json section = {{"node_id", options_.node_id},
+                                    {"interval_ms", options_.interval_ms},
+                                    {"ticks", stats.ticks},
+                                    {"gpus", stats.gpus},
+                                    {"thread_cpu_s", static_cast<double>(stats.thread_cpu_ns) / 1e9},
+                                    {"wall_s", static_cast<double>(stats.wall_ns) / 1e9}};
+  if (!stopped.ok()) section["error"] = stopped.error().message;
+  manifest.extra.emplace_back("system_metrics", section.dump());
   return {};  // missing metrics never fail a recording
 }
 

@@ -1,0 +1,134 @@
+#pragma once
+// `sprof analyze DIR`: one page about a training job, from whatever the profile directory holds:
+// sprof's manifest and raw samples, system metrics, the framework timeline (Step:ModeKeys.* events,
+// read the way the rules read them, so smdebug's own directories work too) and the rule findings.
+// Every section says why it is empty when its inputs are missing.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprof/result.hpp"
+#include "sprof/rules.hpp"
+#include "sprof/sample_report.hpp"
+
+namespace sprof::report {
+
+struct AnalyzeOptions {
+  rules::RulesOptions rules;   // --param overrides (StepOutlier_stddev also sets the outlier threshold here)
+  size_t top_functions = 10;   // overall
+  size_t phase_functions = 3;  // per job phase
+  size_t slowest_steps = 3;
+  size_t step_functions = 5;   // per slow step
+  bool include_idle = false;   // idle samples in the overall and per-phase top functions
+};
+
+struct JobProcess {
+  int32_t pid = 0;
+  int32_t ppid = 0;
+  std::string python_version;
+  std::vector<std::string> cmdline;
+  uint64_t samples = 0;
+  std::string error;
+};
+
+struct JobSummary {
+  bool has_manifest = false;          // sprof.json present (a sprof profile)
+  std::vector<std::string> command;   // launch: the command line
+  std::string state;                  // "complete", "recording" (cut short)
+  std::optional<int> exit_status;
+  int64_t start_us = 0;               // epoch µs; manifest, else the earliest metric/event
+  int64_t end_us = 0;
+  std::vector<std::string> python_versions;  // distinct, sorted
+  std::vector<JobProcess> processes;
+  std::vector<std::string> nodes;     // system and framework node ids
+  double duration_s() const { return static_cast<double>(end_us - start_us) / 1e6; }
+};
+
+// initialization: job start -> first step start; training_loop: first step start -> last step end;
+// finalization: last step end -> job end.
+struct JobPhase {
+  std::string name;
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+  double share = 0;  // of the job's duration
+  std::vector<FunctionTime> top;  // from the samples taken in the phase
+  double seconds() const { return static_cast<double>(end_us - start_us) / 1e6; }
+};
+
+struct StepRecord {
+  std::string node;
+  std::string mode;  // "TRAIN", "EVAL", "PREDICT", "GLOBAL" (the part after Step:ModeKeys.)
+  std::string step;  // step_num as written
+  int64_t pid = 0;   // OS pid of the process that ran it
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+  bool outlier = false;
+  std::vector<FunctionTime> top;  // slowest steps only: that process's samples in the step, idle included
+  double sampled_s = 0;           // their summed weight
+  double seconds() const { return static_cast<double>(end_us - start_us) / 1e6; }
+};
+
+// StepOutlier's definition: a step is an outlier when its duration > mean + stddev·std (population)
+// of its (node, mode) series. The rule itself only counts once a series has more than 100 steps.
+struct StepModeStats {
+  std::string node;
+  std::string mode;
+  size_t count = 0;
+  double mean = 0, p50 = 0, p95 = 0, max = 0, min = 0;  // seconds; numpy's linear percentiles
+  double outlier_threshold = 0;
+  std::vector<std::string> outlier_steps;
+};
+
+struct SystemUsageRow {
+  std::string node;
+  std::string metric;  // "CPUUtilization (mean of 16 cores)", "MemoryUsedPercent", "process tree RSS", ...
+  std::string unit;    // "%", "% of one core", "B", "B/s", "1/s", ""
+  size_t ticks = 0;
+  double mean = 0, p50 = 0, p95 = 0, max = 0, min = 0;
+};
+
+struct SystemCoverage {
+  std::string node;
+  double first_s = 0;  // epoch seconds of the first and last tick
+  double last_s = 0;
+  size_t ticks = 0;
+  double interval_s = 0;  // median spacing of ticks
+};
+
+struct AnalyzeReport {
+  std::filesystem::path dir;
+  JobSummary job;
+
+  std::vector<JobPhase> phases;  // empty without steps
+  std::string phases_note;
+
+  double outlier_stddev = 3;
+  std::vector<StepModeStats> step_stats;
+  std::vector<StepRecord> slowest_steps;
+  std::string steps_note;
+
+  bool has_samples = false;
+  SampleSummary samples;  // overall, top functions by self time
+  std::string samples_note;
+
+  std::vector<SystemCoverage> system_coverage;
+  std::vector<SystemUsageRow> system;
+  std::optional<int> system_interval_ms;  // from the manifest, when sprof recorded them
+  std::optional<double> sysmon_cpu_share; // the sampler thread's CPU time / wall time
+  std::string system_note;
+
+  std::vector<rules::RuleResult> rules;
+  std::vector<std::string> warnings;  // files skipped while reading
+};
+
+// Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and
+// framework/: bad_input. Unknown rule parameters: usage errors, as in `sprof rules`.
+Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options);
+
+// --format json: the report as one JSON object (stable key order).
+std::string analyze_json(const AnalyzeReport& report);
+
+}  // namespace sprof::report

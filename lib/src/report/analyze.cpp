@@ -1,0 +1,199 @@
+// sprof analyze: gathers the job summary, phases, steps, functions, system usage and rule findings.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "report/analyze_parts.hpp"
+#include "report/window_functions.hpp"
+#include "sprof/profile_samples.hpp"
+#include "sprof/system_metrics.hpp"
+#include "sprof/trace_events.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sprof::report {
+namespace {
+
+// StepOutlier_stddev from the --param overrides (the rules validate it), else the rule's default.
+double outlier_stddev(const rules::RulesOptions& options) {
+  const std::string key = "stepoutlier_stddev=";
+  for (const auto& p : options.params) {
+    if (p.size() <= key.size()) continue;
+    std::string head = p.substr(0, key.size());
+    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (head != key) continue;
+    char* end = nullptr;
+    double v = std::strtod(p.c_str() + key.size(), &end);
+    if (end != nullptr && *end == '\0' && v > 0) return v;
+  }
+  return 3.0;
+}
+
+void fill_job(const store::ProfileSamples* samples, const std::vector<store::SystemMetric>& system,
+              const std::vector<store::TraceEvent>& framework, JobSummary& job) {
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  auto widen = [&](int64_t us) {
+    first = std::min(first, us);
+    last = std::max(last, us);
+  };
+  for (const auto& m : system) widen(static_cast<int64_t>(m.timestamp * 1e6));
+  for (const auto& e : framework) {
+    widen(e.start_us);
+    widen(e.end_us);
+  }
+  std::set<std::string> nodes, versions;
+  for (const auto& m : system) nodes.insert(m.node_id);
+  for (const auto& e : framework) nodes.insert(e.node_id);
+  if (samples != nullptr && samples->manifest) {
+    const store::Manifest& m = *samples->manifest;
+    job.has_manifest = true;
+    job.command = m.command;
+    job.state = m.state;
+    job.exit_status = m.exit_status;
+    for (const auto& p : samples->processes) {
+      if (p.log.sample_count() == 0) continue;
+      widen(m.to_epoch_us(p.log.first_ns()));
+      widen(m.to_epoch_us(p.log.last_ns()));
+    }
+    // The recording's own span wins; a cut-short recording (no end) ends at its last data.
+    if (m.start_ns != 0) first = m.to_epoch_us(m.start_ns);
+    if (m.end_ns != 0) last = m.to_epoch_us(m.end_ns);
+    for (const auto& p : m.processes) {
+      JobProcess jp{p.pid, p.ppid, p.python_version, p.cmdline, p.samples, p.error};
+      if (!p.python_version.empty()) versions.insert(p.python_version);
+      job.processes.push_back(std::move(jp));
+    }
+  }
+  if (first <= last) {
+    job.start_us = first;
+    job.end_us = last;
+  }
+  job.python_versions.assign(versions.begin(), versions.end());
+  job.nodes.assign(nodes.begin(), nodes.end());
+}
+
+void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
+  for (const auto& [key, text] : m.extra) {
+    if (key != "system_metrics") continue;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) continue;
+    if (j.contains("interval_ms") && j["interval_ms"].is_number_integer()) {
+      report.system_interval_ms = j["interval_ms"].get<int>();
+    }
+    if (j.contains("thread_cpu_s") && j.contains("wall_s") && j["wall_s"].is_number() &&
+        j["thread_cpu_s"].is_number() && j["wall_s"].get<double>() > 0) {
+      report.sysmon_cpu_share = j["thread_cpu_s"].get<double>() / j["wall_s"].get<double>();
+    }
+  }
+}
+
+}  // namespace
+
+Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
+  // Rule names and parameters first, so a typo fails before any reading.
+  SPROF_TRY(auto checked, rules::run_rules(rules::RulesInput{}, options.rules));
+  (void)checked;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
+  bool sprof_profile = fs::exists(dir / store::kManifestFileName, ec) || fs::is_directory(dir / "samples", ec);
+  if (!sprof_profile && !fs::is_directory(dir / "system", ec) && !fs::is_directory(dir / "framework", ec)) {
+    return make_error(ErrorKind::bad_input,
+                      "{}: not a profile directory (none of sprof.json, samples/, system/, framework/)", dir.string());
+  }
+
+  AnalyzeReport report;
+  report.dir = dir;
+  std::optional<store::ProfileSamples> samples;
+  if (sprof_profile) {
+    SPROF_TRY(auto loaded, store::load_profile_samples(dir));
+    samples = std::move(loaded);
+  }
+  SPROF_TRY(auto system, store::read_system_metrics(dir));
+  SPROF_TRY(auto trace, store::read_trace_events(dir));
+  report.warnings = trace.warnings;
+
+  fill_job(samples ? &*samples : nullptr, system, trace.events, report.job);
+
+  // Steps and phases.
+  report.outlier_stddev = outlier_stddev(options.rules);
+  std::vector<StepRecord> steps = collect_steps(trace.events);
+  report.step_stats = step_statistics(steps, report.outlier_stddev);
+  report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
+  if (steps.empty()) {
+    report.steps_note = fs::is_directory(dir / "framework", ec)
+                            ? "no Step:ModeKeys.* events in framework/pevents"
+                            : "no framework timeline (framework/pevents): steps unknown";
+    report.phases_note = "no steps: initialization and finalization cannot be told apart from the training loop";
+  }
+
+  // Functions, from the raw samples.
+  const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
+  uint64_t sample_count = 0;
+  if (samples) {
+    for (const auto& p : samples->processes) sample_count += p.log.sample_count();
+  }
+  if (sample_count == 0) {
+    report.samples_note = samples ? "the profile holds no samples" : "no raw samples (not recorded by sprof record)";
+  } else {
+    SampleFilter filter;
+    filter.include_idle = options.include_idle;
+    report.samples = summarize(*samples, filter, options.top_functions);
+    report.has_samples = true;
+    if (report.samples.kept_samples == 0) report.samples_note = "every sample was idle (try --idle)";
+  }
+  if (report.has_samples && manifest != nullptr) {
+    auto to_ns = [manifest](int64_t epoch_us) {
+      return epoch_us * 1000 - manifest->clock_realtime_ns + manifest->clock_monotonic_ns;
+    };
+    SampleFilter filter;
+    filter.include_idle = options.include_idle;
+    for (auto& phase : report.phases) {
+      phase.top = window_functions(*samples, filter, to_ns(phase.start_us), to_ns(phase.end_us),
+                                   options.phase_functions).top;
+    }
+    // The slowest steps in wall-clock terms: idle samples included, so waiting shows up too.
+    std::vector<size_t> order(steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return steps[a].seconds() > steps[b].seconds(); });
+    for (size_t k = 0; k < order.size() && k < options.slowest_steps; ++k) {
+      StepRecord s = steps[order[k]];
+      SampleFilter step_filter;
+      step_filter.include_idle = true;
+      step_filter.pid = static_cast<int32_t>(s.pid);
+      WindowFunctions w = window_functions(*samples, step_filter, to_ns(s.start_us), to_ns(s.end_us),
+                                           options.step_functions);
+      s.top = std::move(w.top);
+      s.sampled_s = w.kept_s;
+      report.slowest_steps.push_back(std::move(s));
+    }
+  } else {
+    std::vector<StepRecord> by_duration = steps;
+    std::stable_sort(by_duration.begin(), by_duration.end(),
+                     [](const StepRecord& a, const StepRecord& b) { return a.seconds() > b.seconds(); });
+    if (by_duration.size() > options.slowest_steps) by_duration.resize(options.slowest_steps);
+    report.slowest_steps = std::move(by_duration);
+  }
+
+  // System usage.
+  summarize_system(system, report.system_coverage, report.system);
+  if (manifest != nullptr) fill_sysmon_manifest(*manifest, report);
+  if (system.empty()) {
+    report.system_note = sprof_profile ? "no system metrics (recorded with --no-system-metrics?)"
+                                       : "no system metrics (system/incremental)";
+  }
+
+  // Rule findings.
+  rules::RulesInput input;
+  input.system = std::move(system);
+  input.framework = std::move(trace.events);
+  SPROF_TRY(auto results, rules::run_rules(input, options.rules));
+  report.rules = std::move(results);
+  return report;
+}
+
+}  // namespace sprof::report

@@ -1,0 +1,160 @@
+// analyze --format json: the report as one JSON object; sections without data carry a "note".
+
+#include <nlohmann/json.hpp>
+
+#include "sprof/analyze.hpp"
+
+namespace sprof::report {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json functions_json(const std::vector<FunctionTime>& top) {
+  Json out = Json::array();
+  for (const auto& f : top) {
+    out.push_back({{"function", f.name},
+                   {"file", f.file},
+                   {"line", f.first_line},
+                   {"self_s", f.self_s},
+                   {"total_s", f.total_s},
+                   {"self_samples", f.self_samples}});
+  }
+  return out;
+}
+
+Json note_or_null(const std::string& note) { return note.empty() ? Json(nullptr) : Json(note); }
+
+Json job_json(const JobSummary& job) {
+  Json j;
+  j["source"] = job.has_manifest ? "sprof" : "smdebug";
+  j["command"] = job.command;
+  j["state"] = job.state.empty() ? Json(nullptr) : Json(job.state);
+  j["exit_status"] = job.exit_status ? Json(*job.exit_status) : Json(nullptr);
+  j["start_us"] = job.start_us;
+  j["end_us"] = job.end_us;
+  j["duration_s"] = job.duration_s();
+  j["python_versions"] = job.python_versions;
+  j["nodes"] = job.nodes;
+  Json processes = Json::array();
+  for (const auto& p : job.processes) {
+    processes.push_back({{"pid", p.pid},
+                         {"ppid", p.ppid},
+                         {"python_version", p.python_version},
+                         {"cmdline", p.cmdline},
+                         {"samples", p.samples},
+                         {"error", p.error.empty() ? Json(nullptr) : Json(p.error)}});
+  }
+  j["processes"] = std::move(processes);
+  return j;
+}
+
+Json step_json(const StepRecord& s, bool with_functions) {
+  Json j = {{"node", s.node},      {"mode", s.mode},         {"step", s.step},
+            {"pid", s.pid},        {"start_us", s.start_us}, {"end_us", s.end_us},
+            {"seconds", s.seconds()}, {"outlier", s.outlier}};
+  if (with_functions) {
+    j["sampled_s"] = s.sampled_s;
+    j["top_functions"] = functions_json(s.top);
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string analyze_json(const AnalyzeReport& r) {
+  Json out;
+  out["schema_version"] = 1;
+  out["command"] = "analyze";
+  out["profile"] = r.dir.string();
+  out["job"] = job_json(r.job);
+
+  Json phases = Json::array();
+  for (const auto& p : r.phases) {
+    phases.push_back({{"phase", p.name},
+                      {"start_us", p.start_us},
+                      {"end_us", p.end_us},
+                      {"seconds", p.seconds()},
+                      {"share", p.share},
+                      {"top_functions", functions_json(p.top)}});
+  }
+  out["phases"] = {{"phases", std::move(phases)}, {"note", note_or_null(r.phases_note)}};
+
+  Json modes = Json::array();
+  for (const auto& s : r.step_stats) {
+    modes.push_back({{"node", s.node},
+                     {"mode", s.mode},
+                     {"count", s.count},
+                     {"mean_s", s.mean},
+                     {"p50_s", s.p50},
+                     {"p95_s", s.p95},
+                     {"max_s", s.max},
+                     {"min_s", s.min},
+                     {"outlier_threshold_s", s.outlier_threshold},
+                     {"outliers", s.outlier_steps.size()},
+                     {"outlier_steps", s.outlier_steps}});
+  }
+  Json slowest = Json::array();
+  for (const auto& s : r.slowest_steps) slowest.push_back(step_json(s, r.has_samples));
+  out["steps"] = {{"outlier_stddev", r.outlier_stddev},
+                  {"modes", std::move(modes)},
+                  {"slowest", std::move(slowest)},
+                  {"note", note_or_null(r.steps_note)}};
+
+  Json functions;
+  if (r.has_samples) {
+    functions["samples"] = r.samples.samples;
+    functions["kept_samples"] = r.samples.kept_samples;
+    functions["kept_s"] = r.samples.kept_s;
+    functions["idle_samples"] = r.samples.idle_samples;
+    functions["processes"] = r.samples.processes;
+    functions["threads"] = r.samples.threads;
+  }
+  functions["top"] = functions_json(r.samples.top);
+  functions["note"] = note_or_null(r.samples_note);
+  out["functions"] = std::move(functions);
+
+  Json system;
+  system["interval_ms"] = r.system_interval_ms ? Json(*r.system_interval_ms) : Json(nullptr);
+  system["sampler_cpu_share"] = r.sysmon_cpu_share ? Json(*r.sysmon_cpu_share) : Json(nullptr);
+  Json coverage = Json::array();
+  for (const auto& c : r.system_coverage) {
+    coverage.push_back({{"node", c.node},
+                        {"first_s", c.first_s},
+                        {"last_s", c.last_s},
+                        {"ticks", c.ticks},
+                        {"interval_s", c.interval_s}});
+  }
+  system["coverage"] = std::move(coverage);
+  Json metrics = Json::array();
+  for (const auto& m : r.system) {
+    metrics.push_back({{"node", m.node},
+                       {"metric", m.metric},
+                       {"unit", m.unit},
+                       {"ticks", m.ticks},
+                       {"mean", m.mean},
+                       {"p50", m.p50},
+                       {"p95", m.p95},
+                       {"max", m.max},
+                       {"min", m.min}});
+  }
+  system["metrics"] = std::move(metrics);
+  system["note"] = note_or_null(r.system_note);
+  out["system"] = std::move(system);
+
+  Json rule_list = Json::array();
+  for (const auto& rr : r.rules) {
+    rule_list.push_back({{"rule", rr.rule},
+                     {"status", rules::to_string(rr.status)},
+                     {"RuleTriggered", rr.triggered},
+                     {"Violations", rr.violations},
+                     {"Datapoints", rr.datapoints},
+                     {"RuleParameters", rr.rule_parameters},
+                     {"evidence", rr.evidence},
+                     {"recommendation", rr.recommendation}});
+  }
+  out["rules"] = std::move(rule_list);
+  out["warnings"] = r.warnings;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace sprof::report

@@ -1,0 +1,25 @@
+#pragma once
+// The pieces of `analyze` (sprof/analyze.hpp), one file each.
+
+#include <vector>
+
+#include "sprof/analyze.hpp"
+#include "sprof/system_metrics.hpp"
+#include "sprof/trace_events.hpp"
+
+namespace sprof::report {
+
+// Step:ModeKeys.* events (smdebug's step markers, as the rules select them), in start order.
+std::vector<StepRecord> collect_steps(const std::vector<store::TraceEvent>& events);
+
+// Per (node, mode) statistics; marks the outliers (duration > mean + stddev·std) in `steps`.
+std::vector<StepModeStats> step_statistics(std::vector<StepRecord>& steps, double stddev);
+
+// Initialization, training loop and finalization of a job with steps, within [job_start, job_end].
+std::vector<JobPhase> job_phases(const std::vector<StepRecord>& steps, int64_t job_start_us, int64_t job_end_us);
+
+// Per node: tick coverage and one row per metric (device metrics averaged over the devices of a tick).
+void summarize_system(const std::vector<store::SystemMetric>& metrics, std::vector<SystemCoverage>& coverage,
+                      std::vector<SystemUsageRow>& rows);
+
+}  // namespace sprof::report

@@ -1,0 +1,22 @@
+#pragma once
+// Top functions of the samples taken in one time window (analyze's job phases and slow steps).
+
+#include <cstdint>
+#include <vector>
+
+#include "sprof/profile_samples.hpp"
+#include "sprof/sample_report.hpp"
+
+namespace sprof::report {
+
+struct WindowFunctions {
+  std::vector<FunctionTime> top;  // by self time, descending
+  double kept_s = 0;              // summed weight of the samples the filter kept
+  uint64_t kept_samples = 0;
+};
+
+// Samples with from_ns <= time_ns < to_ns (CLOCK_MONOTONIC) of the processes `filter` keeps.
+WindowFunctions window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
+                                 int64_t to_ns, size_t top_n);
+
+}  // namespace sprof::report
