@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "sprof/interval_stats_hook.hpp"
 #include "sprof/bootstrap.hpp"
+#include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/profiling_window.hpp"
 #include "sprof/record.hpp"
@@ -225,27 +225,6 @@ class PythonProfilingHook : public launch::RecordHooks {
   PythonProfilingPlan plan_;
 };
 
-// The profiling window resolved per process once the step timeline is known, for the
-// per-interval stats written from the samples.
-struct SampledWindowState {
-  window::ProfilingWindow window;
-  std::map<int32_t, window::ResolvedWindow> resolved;  // by pid
-  int64_t realtime_minus_monotonic_ns = 0;
-
-  void set_timeline(const bootstrap::StepTimeline& timeline, const store::Manifest& manifest) {
-    realtime_minus_monotonic_ns = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
-    for (const auto& process : timeline.processes) {
-      resolved.emplace(process.pid, window::resolve(window, process, realtime_minus_monotonic_ns));
-    }
-  }
-  bool contains(const intervals::ProcessInterval& interval) const {
-    auto it = resolved.find(interval.pid);
-    // A process without markers has one whole-life interval, as smdebug's pre-step-zero one.
-    if (it == resolved.end()) return true;
-    return window::contains(it->second, interval.interval, realtime_minus_monotonic_ns);
-  }
-};
-
 }  // namespace
 
 void add_record(CLI::App& app, CommandList& commands) {
@@ -282,13 +261,13 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  auto python_flags = std::make_shared<PythonProfilingFlags>();
+  add_python_profiling_flags(sub, *python_flags);
   sub->add_option("--python-timer", flags->python_timer,
                   "Samples the per-interval python_stats count: total_time (all), cpu_time (on-CPU), "
                   "off_cpu_time (idle)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
       ->capture_default_str();
-  auto python_flags = std::make_shared<PythonProfilingFlags>();
-  add_python_profiling_flags(sub, *python_flags);
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags]() -> Result<int> {
@@ -316,6 +295,7 @@ void add_record(CLI::App& app, CommandList& commands) {
 
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
+    hooks.push_back(&python_profiling);
     std::unique_ptr<sysmon::SystemMonitorHook> system_metrics;
     if (!flags->no_system_metrics) {
       SPROF_TRY_STATUS(sysmon::validate_interval(flags->system_interval_ms));
@@ -335,7 +315,6 @@ void add_record(CLI::App& app, CommandList& commands) {
       system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
       hooks.push_back(system_metrics.get());
     }
-    hooks.push_back(&python_profiling);
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
     if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
       spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
@@ -346,26 +325,33 @@ void add_record(CLI::App& app, CommandList& commands) {
     hooks.push_back(&steps);
     // Per-interval stats directories from the closed sample logs and the step timeline; after
     // the step hook, whose on_finish completes markers.log.
-    // Only the intervals inside the profiling window get one; none in cprofile mode (cProfile
-    // writes them inside the target) or when --profiler-config turns python profiling off.
     intervals::WriteOptions stats_options;
     stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
-    auto window_state = std::make_shared<SampledWindowState>();
-    window_state->window = python_plan.window;
-    if (!python_plan.enabled || python_plan.profiler == window::PythonProfiler::cprofile) {
-      stats_options.include = [](const intervals::ProcessInterval&) { return false; };
-    } else if (python_plan.window.kind != window::ProfilingWindow::Kind::all) {
-      stats_options.include = [window_state](const intervals::ProcessInterval& interval) {
-        return window_state->contains(interval);
-      };
-    }
+    // The profiling window, resolved per process once the timeline is known (smdebug's lazily
+    // filled start step / start time come from each process's first step).
+    auto windows = std::make_shared<std::map<int32_t, window::ResolvedWindow>>();
+    auto clock_offset = std::make_shared<int64_t>(0);
+    stats_options.include = [windows, clock_offset](const intervals::ProcessInterval& interval) {
+      auto it = windows->find(interval.pid);
+      return it == windows->end() || window::contains(it->second, interval.interval, *clock_offset);
+    };
     intervals::IntervalStatsHook interval_stats(
-        stats_options, [window_state](const std::filesystem::path& dir, const store::Manifest& manifest) {
+        stats_options, [windows, clock_offset, plan_window = python_plan.window](const std::filesystem::path& dir,
+                                                                           const store::Manifest& manifest) {
           auto timeline = bootstrap::build_profile_timeline(dir, &manifest);
-          if (timeline.ok()) window_state->set_timeline(*timeline, manifest);
+          if (timeline.ok()) {
+            *clock_offset = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
+            for (const auto& process : timeline->processes) {
+              (*windows)[process.pid] = window::resolve(plan_window, process, *clock_offset);
+            }
+          }
           return timeline;
         });
-    hooks.push_back(&interval_stats);
+    // Sampled stats only in sampling mode (smdebug writes one profiler's stats), and not when
+    // --profiler-config turns python profiling off.
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::sampling) {
+      hooks.push_back(&interval_stats);
+    }
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();

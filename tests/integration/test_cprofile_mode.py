@@ -296,6 +296,11 @@ class RecordFlagsTest(CprofileTestCase):
     def test_cprofile_needs_a_launched_command(self):
         out = run_sprof("record", "--python-profiler", "cprofile", "--pid", str(os.getpid()))
         self.assertEqual(out.returncode, 2, out.stderr)
+        if self.record_injects():
+            out = run_sprof("record", "--python-profiler", "cprofile", "--no-inject", "--", "/usr/bin/python3",
+                            "-c", "pass")
+            self.assertEqual(out.returncode, 2, out.stderr)
+            self.assertIn("--no-inject", out.stderr)
 
     def record_injects(self):
         help_text = run_sprof("record", "--help").stdout
@@ -328,6 +333,26 @@ class RecordFlagsTest(CprofileTestCase):
                     if NAME.match(n).group(3) == "stepstart" and NAME.match(n).group(1) == "global":
                         stats = read_stats("/usr/bin/python3", os.path.join(nodes[0], n, "python_stats"))
                         self.assertEqual(stats["work"][:2], [int(NAME.match(n).group(2)) + 1] * 2)
+
+    def test_window_selects_sampled_stats(self):
+        if not self.record_injects():
+            self.skipTest("this record does not inject the bootstrap yet")
+        program = self.write("steps.py", STEPS_PROGRAM)
+        profile = os.path.join(self.tmp, "sampled")
+        out = run_sprof("record", "-q", "-o", profile, "--python-start-step", "2", "--python-num-steps", "3",
+                        "--", "/usr/bin/python3", program)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertFalse(os.path.exists(os.path.join(profile, "framework", "python", "cprofile")))
+        nodes = glob.glob(os.path.join(profile, "framework", "python", "pyinstrument", "*"))
+        self.assertEqual(len(nodes), 1, nodes)
+        names = sorted(os.listdir(nodes[0]), key=lambda n: float(NAME.match(n).group(4)))
+        self.assertEqual([self.label(NAME.match(n).groups()) for n in names], [
+            "prestepzero-*-start_global-0-stepstart",
+            "global-2-stepstart_global-2-stepend", "global-2-stepend_global-3-stepstart",
+            "global-3-stepstart_global-3-stepend", "global-3-stepend_global-4-stepstart",
+            "global-4-stepstart_global-4-stepend", "global-4-stepend_global-5-stepstart",
+            "global-6-stepend_posthookclose-*-end",
+        ])
 
 
 if __name__ == "__main__":
