@@ -4,12 +4,18 @@ A two-layer MLP learns a synthetic regression task from a map-style Dataset serv
 DataLoader(num_workers=2) worker processes; a few epochs finish in well under a minute on CPU.
 
     sprof record --subprocesses -- python3 examples/train_torch.py [--epochs N] [--workers N]
+        [--eval-batches N] [--step-log FILE]
+
+--eval-batches N evaluates N batches in eval mode after each epoch; --step-log FILE appends the
+script's own step boundaries (time.monotonic_ns(), the clock of sprof's samples and markers) as
+JSON lines, so tests can compare them with the steps sprof detects.
 
 Faults to find with `sprof analyze` / `sprof rules`: --init-sleep S (a slow start, e.g. a data
 download), --slow-loader S (every item takes S more seconds to load) and --sleep-steps 5,40
 --step-sleep S (those training steps take S seconds longer, between forward and backward).
 """
 import argparse
+import json
 import math
 import time
 
@@ -49,7 +55,24 @@ class Regressor(nn.Module):
         return self.net(x)
 
 
-def train(epochs, workers, batch_size, size, features, hidden, item_sleep=0.0, sleep_steps=(), step_sleep=0.0):
+class StepLog:
+    """The script's own step boundaries: a TRAIN step from the model call to the end of
+    optimizer.step(), an EVAL step from the model call to its return (sprof's PyTorch rules)."""
+
+    def __init__(self, path):
+        self.file = open(path, "a") if path else None
+
+    def write(self, mode, begin_ns, end_ns):
+        if self.file:
+            self.file.write(json.dumps({"mode": mode, "begin": begin_ns, "end": end_ns}) + "\n")
+
+    def close(self):
+        if self.file:
+            self.file.close()
+
+
+def train(epochs, workers, batch_size, size, features, hidden, eval_batches=0, step_log=None, item_sleep=0.0,
+          sleep_steps=(), step_sleep=0.0):
     torch.manual_seed(0)
     torch.set_num_threads(1)
     loader = DataLoader(SyntheticRegression(size, features, item_sleep=item_sleep), batch_size=batch_size,
@@ -57,22 +80,37 @@ def train(epochs, workers, batch_size, size, features, hidden, item_sleep=0.0, s
     model = Regressor(features, hidden)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.MSELoss()
+    log = StepLog(step_log)
     began = time.perf_counter()
     global_step = 0
     for epoch in range(epochs):
         start = time.perf_counter()
         total = 0.0
+        model.train()
         for step, (x, y) in enumerate(loader):
             optimizer.zero_grad()
+            begin = time.monotonic_ns()
             loss = loss_fn(model(x), y)
             if global_step in sleep_steps:
                 time.sleep(step_sleep)  # a deliberately slow step (inside it: after forward, before backward)
             loss.backward()
             optimizer.step()
+            log.write("train", begin, time.monotonic_ns())
             total += loss.item()
             global_step += 1
         print("epoch %d: loss %.4f (%d steps, %.2f s)" % (epoch, total / (step + 1), step + 1,
                                                        time.perf_counter() - start), flush=True)
+        if eval_batches > 0:
+            model.eval()
+            with torch.no_grad():
+                for step, (x, y) in enumerate(loader):
+                    if step == eval_batches:
+                        break
+                    begin = time.monotonic_ns()
+                    out = model(x)
+                    log.write("eval", begin, time.monotonic_ns())
+                    loss_fn(out, y)
+    log.close()
     print("trained in %.3f s" % (time.perf_counter() - began), flush=True)
 
 
@@ -84,6 +122,8 @@ def main():
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--features", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--eval-batches", type=int, default=0, help="batches to evaluate after each epoch")
+    parser.add_argument("--step-log", help="append the script's own step boundaries to this file (JSON lines)")
     parser.add_argument("--init-sleep", type=float, default=0.0, help="seconds to sleep before training")
     parser.add_argument("--slow-loader", type=float, default=0.0, help="extra seconds per item loaded")
     parser.add_argument("--sleep-steps", default="", help="comma-separated global steps that sleep")
@@ -92,8 +132,8 @@ def main():
     sleep_steps = {int(s) for s in args.sleep_steps.split(",") if s.strip()}
     if args.init_sleep:
         time.sleep(args.init_sleep)
-    train(args.epochs, args.workers, args.batch_size, args.size, args.features, args.hidden, args.slow_loader,
-          sleep_steps, args.step_sleep)
+    train(args.epochs, args.workers, args.batch_size, args.size, args.features, args.hidden, args.eval_batches,
+          args.step_log, args.slow_loader, sleep_steps, args.step_sleep)
 
 
 if __name__ == "__main__":

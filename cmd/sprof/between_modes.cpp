@@ -37,7 +37,7 @@ void add_between_modes(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "between-modes",
       "Aggregate the cProfile stats that start in one mode and end in another");
-  add_query_options(sub, options->query);
+  add_query_options(sub, options->query, true);
   sub->add_option("--start-mode", options->start_mode, "Mode at the start of the interval")
       ->check(CLI::IsMember(profile_mode_names()))
       ->required();

@@ -35,7 +35,8 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     return make_error(ErrorKind::usage, "by-phase needs exactly one of --training-phase and "
                                         "--job-phase");
   }
-  SPROF_TRY(store::ProfileIndex index, load_profile(options.query.profile));
+  SPROF_TRY(QuerySource source, load_query_source(options.query));
+  const store::ProfileIndex& index = source.index();
   SPROF_TRY(query::NodeSelection node,
             query::cprofile_records_of_node(index, options.query.node));
   std::vector<query::TrainingPhase> training = query::training_phases(node.records);
@@ -45,7 +46,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     for (const query::TrainingPhase& phase : training) {
       if (!wanted(options, phase.name())) continue;
       PhaseResult r{phase.name(), {phase.name()}, &phase, {}};
-      SPROF_TRY(r.aggregate, aggregate_selection(phase.records, options.query));
+      SPROF_TRY(r.aggregate, aggregate_selection(source, phase.records, options.query));
       results.push_back(std::move(r));
     }
   } else {
@@ -56,7 +57,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
       PhaseResult r{name, {}, nullptr, {}};
       // smdebug aggregates each (start, end) mode pair, then adds those Stats together.
       for (const query::TrainingPhase& part : group.parts) {
-        SPROF_TRY(query::Aggregate agg, aggregate_selection(part.records, options.query));
+        SPROF_TRY(query::Aggregate agg, aggregate_selection(source, part.records, options.query));
         r.aggregate.add(agg);
         r.parts.push_back(part.name());
       }
@@ -87,6 +88,8 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
       doc["node_id"] = node.node_id;
       doc["query"]["group_by"] = options.training_phase ? "training_phase" : "job_phase";
       if (options.job_phase) doc["query"]["compat"] = options.compat;
+      doc["source"] = source.sampled ? "samples" : "stats";
+      if (source.sampled) doc["python_timer"] = std::string(intervals::to_string(source.timer));
       doc["warnings"] = problems_json(index.problems);
       Json phases = Json::array();
       for (const PhaseResult& r : results) {
@@ -119,7 +122,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
         if (options.job_phase) {
           text += fmt::format(" ({})", r.parts.empty() ? "no stats" : fmt::format("{}", fmt::join(r.parts, ", ")));
         }
-        text += fmt::format(": {} stats files\n", r.aggregate.used.size());
+        text += fmt::format(": {} {}\n", r.aggregate.used.size(), source.sampled ? "intervals" : "stats files");
         if (!r.aggregate.used.empty()) text += "\n" + aggregate_table(r.aggregate, options.query);
       }
       break;

@@ -55,7 +55,7 @@ void add_fetch_by_step(CLI::App& app, CommandList& commands) {
   auto options = std::make_shared<FetchByStepOptions>();
   CLI::App* sub = app.add_subcommand(
       "fetch-by-step", "Aggregate the cProfile stats of a step interval of one mode");
-  add_query_options(sub, options->query);
+  add_query_options(sub, options->query, true);
   sub->add_option("--start-step,--step", options->start_step,
                   "First step (an integer, or '*' for before step 0)")
       ->required();

@@ -47,7 +47,7 @@ void add_fetch_by_time(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "fetch-by-time",
       "Aggregate the cProfile stats whose start or end time lies in a time interval");
-  add_query_options(sub, options->query);
+  add_query_options(sub, options->query, true);
   sub->add_option("--start-time", options->start_time,
                   "Interval start: microseconds since the epoch, or with a unit (us, ms, s)")
       ->required();

@@ -19,11 +19,15 @@ bool FormatOptions::given() const {
          (json_option != nullptr && json_option->count() > 0);
 }
 
-void add_format_options(CLI::App* app, FormatOptions& options) {
-  options.format_option =
-      app->add_option("-f,--format", options.format, "Output format: table, json or csv")
-          ->check(CLI::IsMember({"table", "json", "csv"}))
-          ->capture_default_str();
+void add_format_options(CLI::App* app, FormatOptions& options, const std::vector<std::string>& extra) {
+  std::vector<std::string> formats{"table", "json", "csv"};
+  formats.insert(formats.end(), extra.begin(), extra.end());
+  std::string help = "Output format: table, json";
+  for (const auto& f : extra) help += ", " + f;
+  help += " or csv";
+  options.format_option = app->add_option("-f,--format", options.format, help)
+                              ->check(CLI::IsMember(formats))
+                              ->capture_default_str();
   options.json_option = app->add_flag("--json", options.json, "Short for --format json");
   options.json_option->excludes(options.format_option);
 }

@@ -34,8 +34,9 @@ struct FormatOptions {
   bool given() const;
 };
 
-// Adds -f/--format table|json|csv and --json (short for --format json).
-void add_format_options(CLI::App* app, FormatOptions& options);
+// Adds -f/--format table|json|csv (plus `extra` formats the command handles itself, which
+// resolved() reports as table) and --json (short for --format json).
+void add_format_options(CLI::App* app, FormatOptions& options, const std::vector<std::string>& extra = {});
 
 // {"schema_version": 1, "sprof_version": "...", "command": command}; callers append keys.
 Json json_document(std::string_view command);

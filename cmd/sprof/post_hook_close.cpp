@@ -10,7 +10,7 @@ void add_post_hook_close(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "post-hook-close",
       "Aggregate the cProfile stats that run to the end of the job (end phase 'end')");
-  add_query_options(sub, *options);
+  add_query_options(sub, *options, true);
   commands.push_back(Command{sub, [options] {
                                SelectionCommand spec;
                                spec.command = "post-hook-close";

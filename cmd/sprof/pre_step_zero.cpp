@@ -10,7 +10,7 @@ void add_pre_step_zero(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "pre-step-zero",
       "Aggregate the cProfile stats from before the first step (start phase 'start')");
-  add_query_options(sub, *options);
+  add_query_options(sub, *options, true);
   commands.push_back(Command{sub, [options] {
                                SelectionCommand spec;
                                spec.command = "pre-step-zero";

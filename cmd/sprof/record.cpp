@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
@@ -35,6 +36,7 @@ struct RecordFlags {
   bootstrap::StepHookOptions steps;  // --step-fn
   bool no_inject = false;
   bool no_torch = false;
+  std::string python_timer = "total_time";  // per-interval stats directories
 };
 
 // One status line on a terminal, rewritten in place.
@@ -130,6 +132,11 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--python-timer", flags->python_timer,
+                  "Samples the per-interval python_stats count: total_time (all), cpu_time (on-CPU), "
+                  "off_cpu_time (idle)")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
+      ->capture_default_str();
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags]() -> Result<int> {
@@ -165,10 +172,22 @@ void add_record(CLI::App& app, CommandList& commands) {
       hooks.push_back(system_metrics.get());
     }
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
+    if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
+      spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
+    }
     flags->steps.inject = !flags->no_inject;
     flags->steps.torch = !flags->no_torch;
     bootstrap::StepRecordHook steps(flags->steps);
     hooks.push_back(&steps);
+    // Per-interval stats directories from the closed sample logs and the step timeline; after
+    // the step hook, whose on_finish completes markers.log.
+    intervals::WriteOptions stats_options;
+    stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
+    intervals::IntervalStatsHook interval_stats(
+        stats_options, [](const std::filesystem::path& dir, const store::Manifest& manifest) {
+          return bootstrap::build_profile_timeline(dir, &manifest);
+        });
+    hooks.push_back(&interval_stats);
     auto result = launch::record(flags->options, hooks);
     status.clear();
     if (!result.ok()) return std::move(result).error();
@@ -176,6 +195,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
       if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
+      if (interval_stats.summary()) fmt::print(stderr, "sprof: {}\n", interval_stats.summary()->text());
       fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
     }
     return result->exit_code;

@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/pstats.hpp"
+#include "sprof/sample_report.hpp"
+#include "sprof/step_timeline.hpp"
 
 namespace sprof::cli {
 
@@ -93,20 +95,65 @@ std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
           std::string(store::to_string(r.name.format))};
 }
 
-void add_query_options(CLI::App* app, QueryOptions& options) {
+void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats) {
   add_profile_options(app, options.profile);
   app->add_option("--node", options.node,
                   "Node id to query; 'any' is the node of the earliest cProfile stats")
       ->capture_default_str();
   add_function_table_options(app, options.table);
-  add_format_options(app, options.format);
+  std::vector<std::string> extra;
+  if (stack_formats) extra = {"collapsed", "speedscope"};
+  add_format_options(app, options.format, extra);
   app->add_option("-o,--output", options.output,
                   "Also write the aggregated stats as a pstats file (python3 -m pstats FILE); "
                   "stdout then stays empty unless --format/--json is given");
+  app->add_option("--source", options.source,
+                  "Answer a sprof profile root from its raw samples (every interval of the step "
+                  "timeline) or from its stats files, as smdebug does; auto: samples when "
+                  "PROFILE_DIR holds sprof.json and samples/")
+      ->check(CLI::IsMember({"auto", "samples", "stats"}))
+      ->capture_default_str();
+  app->add_option("--python-timer", options.python_timer,
+                  "Samples an answer from samples counts: total_time (all), cpu_time (on-CPU), "
+                  "off_cpu_time (idle); default: the timer record wrote the stats with")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}));
 }
 
-Result<query::Aggregate> aggregate_selection(const query::Selection& selection,
+std::string QuerySource::what() const { return sampled ? "intervals" : "cProfile stats files"; }
+
+Result<QuerySource> load_query_source(const QueryOptions& options) {
+  QuerySource source;
+  const std::string& dir = options.profile.profile_dir;
+  const bool sprof_profile = intervals::is_sprof_profile(dir);
+  if (options.source == "samples" && !sprof_profile) {
+    return make_error(ErrorKind::usage,
+                      "--source samples: {} is not a sprof profile root (it needs sprof.json and samples/)", dir);
+  }
+  if (sprof_profile && options.source != "stats") {
+    SPROF_TRY(bootstrap::StepTimeline timeline, bootstrap::read_step_timeline(dir));
+    SPROF_TRY(intervals::SampledProfile sampled, intervals::load_sampled_profile(dir, timeline));
+    if (sampled.index.records.empty()) {
+      return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir);
+    }
+    source.timer = options.python_timer.empty()
+                       ? sampled.recorded_timer.value_or(intervals::PythonTimer::total_time)
+                       : *intervals::parse_python_timer(options.python_timer);
+    spdlog::debug("{}: answering from the raw samples: {} intervals, timer {}", dir, sampled.index.records.size(),
+                  intervals::to_string(source.timer));
+    source.sampled = std::move(sampled);
+    return source;
+  }
+  if (!options.python_timer.empty()) {
+    return make_error(ErrorKind::usage,
+                      "--python-timer applies to answers from raw samples; {} is answered from its stats files", dir);
+  }
+  SPROF_TRY(source.files, load_profile(options.profile));
+  return source;
+}
+
+Result<query::Aggregate> aggregate_selection(const QuerySource& source, const query::Selection& selection,
                                              const QueryOptions& options) {
+  if (source.sampled) return intervals::aggregate_samples(*source.sampled, selection, source.timer);
   query::AggregateOptions agg_options;
   agg_options.strict = options.profile.strict;
   SPROF_TRY(query::Aggregate aggregate, query::aggregate(selection, agg_options));
@@ -176,12 +223,31 @@ Status write_aggregate(const std::string& path, const query::Aggregate& aggregat
   return {};
 }
 
+// -f collapsed|speedscope: the stacks of the selected intervals' samples.
+Result<int> print_selection_stacks(const QuerySource& source, const query::Selection& selection,
+                                   const QueryOptions& options) {
+  report::SampleFilter filter = intervals::selection_filter(*source.sampled, selection, source.timer);
+  std::string text;
+  uint64_t samples = options.format.format == "speedscope"
+                         ? report::write_speedscope(source.sampled->samples, filter, text)
+                         : report::write_collapsed(source.sampled->samples, filter, text);
+  if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(source.timer));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
 Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
-  SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
+  const bool stacks = options.format.format == "collapsed" || options.format.format == "speedscope";
+  SPROF_TRY(QuerySource source, load_query_source(options));
+  if (stacks && !source.sampled) {
+    return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "
+                      "stats files", options.format.format, options.profile.profile_dir);
+  }
+  const store::ProfileIndex& index = source.index();
   SPROF_TRY(query::NodeSelection node, query::cprofile_records_of_node(index, options.node));
   query::Selection selection = spec.select(node.records);
   if (selection.empty()) {
-    spdlog::warn("no cProfile stats of node {} match: {}", node.node_id, spec.description);
+    spdlog::warn("no {} of node {} match: {}", source.what(), node.node_id, spec.description);
     // Old-format dirs carry no mode: they read as `global`, which the default mode misses.
     bool has_old = false;
     for (const auto* r : node.records) has_old |= r->name.format == store::NameFormat::old;
@@ -191,12 +257,13 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
                    options.profile.profile_dir);
     }
   }
-  SPROF_TRY(query::Aggregate aggregate, aggregate_selection(selection, options));
+  SPROF_TRY(query::Aggregate aggregate, aggregate_selection(source, selection, options));
 
   if (!options.output.empty()) {
     SPROF_TRY_STATUS(write_aggregate(options.output, aggregate));
     if (!options.format.given()) return 0;
   }
+  if (stacks) return print_selection_stacks(source, selection, options);
 
   switch (options.format.resolved()) {
     case OutputFormat::json: {
@@ -204,6 +271,8 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
       doc["profile_dir"] = options.profile.profile_dir;
       doc["node_id"] = node.node_id;
       doc["query"] = spec.query;
+      doc["source"] = source.sampled ? "samples" : "stats";
+      if (source.sampled) doc["python_timer"] = std::string(intervals::to_string(source.timer));
       doc["warnings"] = problems_json(index.problems);
       append_aggregate_json(doc, aggregate, options);
       print_json(doc);
@@ -215,9 +284,11 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
       break;
     }
     case OutputFormat::table: {
-      std::string text = fmt::format("Node {}: {} of {} cProfile stats files match {}\n",
-                                     node.node_id, aggregate.used.size(), node.records.size(),
-                                     spec.description);
+      std::string text = fmt::format("Node {}: {} of {} {} match {}{}\n", node.node_id, aggregate.used.size(),
+                                     node.records.size(), source.what(), spec.description,
+                                     source.sampled ? fmt::format(" (from the raw samples, {})",
+                                                                  intervals::to_string(source.timer))
+                                                    : "");
       if (!aggregate.used.empty()) text += "\n" + aggregate_table(aggregate, options);
       std::fwrite(text.data(), 1, text.size(), stdout);
       break;

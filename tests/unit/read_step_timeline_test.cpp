@@ -117,3 +117,14 @@ TEST_CASE("read_step_timeline errors", "[timeline][profile]") {
   REQUIRE(!bad.ok());
   CHECK(bad.error().message.find("sprof.json") != std::string::npos);
 }
+
+TEST_CASE("step-fn names match qualified and bare function names", "[timeline][step-fn]") {
+  CHECK(step_function_matches("Trainer.train_step", "Trainer.train_step"));
+  CHECK(step_function_matches("train_step", "Trainer.train_step"));       // 3.11+: a bare name finds the method
+  CHECK(step_function_matches("Trainer.train_step", "train_step"));       // before 3.11: only co_name is known
+  CHECK(step_function_matches("train", "train"));
+  CHECK_FALSE(step_function_matches("train", "Trainer.train_step"));
+  CHECK_FALSE(step_function_matches("step", "Trainer.train_step"));       // a suffix, not a component
+  CHECK_FALSE(step_function_matches("Other.train_step", "Trainer.train_step"));
+  CHECK_FALSE(step_function_matches("", "f"));
+}

@@ -34,4 +34,8 @@ struct ProfileSamples {
 // Fails (bad_input) when `dir` is not a sprof profile (neither sprof.json nor samples/).
 Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir);
 
+// Replaces the profile's manifest (e.g. with record's final one, before sprof.json is rewritten)
+// and points each process at its entry in it.
+void attach_manifest(ProfileSamples& profile, Manifest manifest);
+
 }  // namespace sprof::store

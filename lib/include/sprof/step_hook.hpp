@@ -7,7 +7,9 @@
 //   markers/markers.log   every marker line drained from the target, verbatim, in arrival order
 //                         (docs/markers.md); written as it arrives (flushed at least once a second)
 //   markers/step_fn.log   steps inferred with --step-fn, in the same line protocol
-//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package)
+//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package), or a
+//                         temporary directory removed with the hook when PYTHONPATH cannot
+//                         hold the profile directory's path (it contains ':')
 //   framework/pevents/<YYYYMMDDHH>/<end_us>_<node>_model_timeline.json
 //                         Step:ModeKeys.<MODE> events and the DataLoader lanes, per process
 // and a "steps" section in sprof.json.
@@ -68,6 +70,7 @@ class StepRecordHook : public launch::RecordHooks {
   std::optional<BootstrapEnv> env_;  // launch mode with injection
   int log_fd_ = -1;                  // markers.log
   std::string log_path_;
+  std::filesystem::path temp_dir_;   // the bootstrap's directory when the profile's cannot be used
   bool log_failed_ = false;
   StepSummary summary_;
 };
@@ -90,5 +93,20 @@ Result<StepTimeline> build_profile_timeline(const std::filesystem::path& profile
 Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesystem::path& profile_dir,
                                                             const store::Manifest& manifest,
                                                             const StepTimeline& timeline);
+
+// --step-fn: steps inferred from the sampled stacks of each process's main thread (see
+// step_inference.cpp), as marker lines (docs/markers.md) ready for markers/step_fn.log. `known`
+// is the bootstrap's timeline: its modes are used, and processes with their own steps are skipped.
+struct InferredSteps {
+  std::string lines;
+  std::map<int32_t, int64_t> steps_per_pid;
+  std::vector<std::string> notes;  // processes skipped, functions never seen
+};
+Result<InferredSteps> infer_steps(const std::filesystem::path& profile_dir,
+                                  const std::vector<std::string>& step_functions, const StepTimeline& known);
+
+// Whether a sampled function (co_qualname on 3.11+, co_name before) is the QUALNAME a user gave:
+// equal, or QUALNAME's last dotted component where the interpreter only knows co_name.
+bool step_function_matches(std::string_view qualname, std::string_view function_name);
 
 }  // namespace sprof::bootstrap

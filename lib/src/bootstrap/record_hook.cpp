@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -33,6 +35,10 @@ StepRecordHook::StepRecordHook(StepHookOptions options) : options_(std::move(opt
 
 StepRecordHook::~StepRecordHook() {
   if (log_fd_ >= 0) ::close(log_fd_);
+  if (!temp_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(temp_dir_, ec);
+  }
 }
 
 Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSetup& setup) {
@@ -49,7 +55,15 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
   prepare_options.torch = options_.torch;
   auto env = prepare(output_dir / kBootstrapDir, prepare_options);
   if (!env.ok()) {
-    // A profile directory PYTHONPATH cannot hold (':') or an unwritable one: record without steps.
+    // A profile directory PYTHONPATH cannot hold (':'): a private temporary directory instead,
+    // removed when the hook goes (after the command has exited).
+    char pattern[] = "/tmp/sprof-bootstrap-XXXXXX";
+    if (::mkdtemp(pattern) != nullptr) {
+      temp_dir_ = pattern;
+      env = prepare(temp_dir_, prepare_options);
+    }
+  }
+  if (!env.ok()) {
     spdlog::warn("no step markers: {}", env.error().message);
     ::close(log_fd_);
     log_fd_ = -1;
@@ -156,6 +170,31 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   bool have_marker_steps = false;
   for (const auto& p : timeline.processes) have_marker_steps = have_marker_steps || !p.steps.empty();
   bool have_inferred = false;
+  if (!options_.step_functions.empty()) {
+    auto inferred = infer_steps(output_dir, options_.step_functions, timeline);
+    if (!inferred.ok()) {
+      notes.push_back("--step-fn: " + inferred.error().message);
+      spdlog::warn("--step-fn: {}", inferred.error().message);
+    } else {
+      for (const auto& n : inferred->notes) {
+        spdlog::warn("--step-fn: {}", n);
+        notes.push_back("--step-fn: " + n);
+      }
+      if (!inferred->lines.empty()) {
+        fs::path file = output_dir / kStepFnLog;
+        std::error_code ec;
+        fs::create_directories(file.parent_path(), ec);
+        FILE* f = std::fopen(file.c_str(), "wb");
+        bool ok = f != nullptr && std::fwrite(inferred->lines.data(), 1, inferred->lines.size(), f) == inferred->lines.size();
+        if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+        if (!ok) return make_error(ErrorKind::io, "cannot write {}: {}", file.string(), std::strerror(errno));
+        have_inferred = true;
+        SPROF_TRY(StepTimeline merged, build_profile_timeline(output_dir, &manifest, nullptr));
+        timeline = std::move(merged);
+      }
+    }
+  }
+
   summary_.source = have_marker_steps && have_inferred ? "markers+step-fn"
                     : have_marker_steps                ? "markers"
                     : have_inferred                    ? "step-fn"

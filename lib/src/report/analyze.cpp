@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/analyze_parts.hpp"
-#include "report/sample_window.hpp"
+#include "report/window_functions.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_timeline.hpp"
 #include "sprof/system_metrics.hpp"

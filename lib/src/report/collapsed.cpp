@@ -39,14 +39,14 @@ uint64_t write_collapsed(const store::ProfileSamples& profile, const SampleFilte
   std::vector<uint32_t> frames;
   size_t processes = 0;
   for (const auto& p : profile.processes) {
-    if (!filter.pid || p.log.pid() == *filter.pid) processes += p.log.sample_count() > 0 ? 1 : 0;
+    if (filter.keeps_process(p.log.pid())) processes += p.log.sample_count() > 0 ? 1 : 0;
   }
   uint64_t total = 0;
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
-    if (filter.pid && log.pid() != *filter.pid) continue;
+    if (!filter.keeps_process(log.pid())) continue;
     std::unordered_map<uint32_t, uint64_t> counts;
-    log.for_each_sample([&](const store::SampleRecord& r) {
+    for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
       if (filter.keeps(r)) ++counts[r.stack];
     });
     std::string prefix = processes > 1 ? process_frame(p) : std::string();

@@ -22,7 +22,7 @@ uint64_t write_speedscope(const store::ProfileSamples& profile, const SampleFilt
 
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
-    if (filter.pid && log.pid() != *filter.pid) continue;
+    if (!filter.keeps_process(log.pid())) continue;
     // Per thread: samples as frame-index lists (root first) and weights.
     struct Thread {
       ordered_json samples = ordered_json::array();
@@ -31,7 +31,7 @@ uint64_t write_speedscope(const store::ProfileSamples& profile, const SampleFilt
     };
     std::vector<Thread> threads(log.threads().size());
     std::map<uint32_t, std::vector<size_t>> stack_cache;  // stack id -> shared frame indices
-    log.for_each_sample([&](const store::SampleRecord& r) {
+    for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
       if (!filter.keeps(r)) return;
       auto cached = stack_cache.find(r.stack);
       if (cached == stack_cache.end()) {

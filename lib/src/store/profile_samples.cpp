@@ -42,14 +42,18 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
   std::sort(profile.processes.begin(), profile.processes.end(), [](const auto& a, const auto& b) {
     return std::make_pair(a.log.pid(), a.node_id) < std::make_pair(b.log.pid(), b.node_id);
   });
-  if (profile.manifest) {
-    for (auto& p : profile.processes) {
-      for (const auto& mp : profile.manifest->processes) {
-        if (fs::path(mp.sample_log).parent_path().filename() == p.node_id) p.process = &mp;
-      }
+  if (profile.manifest) attach_manifest(profile, std::move(*profile.manifest));
+  return profile;
+}
+
+void attach_manifest(ProfileSamples& profile, Manifest manifest) {
+  profile.manifest = std::move(manifest);
+  for (auto& p : profile.processes) {
+    p.process = nullptr;
+    for (const auto& mp : profile.manifest->processes) {
+      if (fs::path(mp.sample_log).parent_path().filename() == p.node_id) p.process = &mp;
     }
   }
-  return profile;
 }
 
 }  // namespace sprof::store

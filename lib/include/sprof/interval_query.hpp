@@ -1,0 +1,52 @@
+#pragma once
+// Queries of a sprof profile answered from its raw samples: every interval of the step timeline
+// is a stats record (whether or not a profiling window gave it a stats directory), selected with
+// smdebug's predicates (query.hpp) and aggregated from the samples it owns, interval by interval
+// in selection order, as smdebug adds stats files. Where the stats directory exists and was
+// written with the same timer, the answer is bit-identical to aggregating its python_stats.
+
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "sprof/interval_stats.hpp"
+#include "sprof/profile.hpp"
+#include "sprof/query.hpp"
+#include "sprof/result.hpp"
+#include "sprof/sample_report.hpp"
+
+namespace sprof::intervals {
+
+inline constexpr const char* kManifestSection = "interval_stats";  // record's sprof.json section
+
+// A sprof profile root: sprof.json and samples/ (a profile whose stats alone were copied, or an
+// smdebug directory, is read from its stats files instead).
+bool is_sprof_profile(const std::filesystem::path& dir);
+
+struct SampledProfile {
+  store::ProfileSamples samples;
+  std::vector<ProcessInterval> intervals;
+  // records[i] stands for intervals[i]: profiler cprofile, path where write_interval_stats puts
+  // (or would put) its python_stats. Level root, no problems.
+  store::ProfileIndex index;
+  // The timer record wrote the stats directories with (sprof.json), if it says.
+  std::optional<PythonTimer> recorded_timer;
+
+  const ProcessInterval& interval_of(const store::StatsRecord& record) const;
+};
+
+// Errors: what load_profile_samples and plan_intervals report.
+Result<SampledProfile> load_sampled_profile(const std::filesystem::path& dir,
+                                            const bootstrap::StepTimeline& timeline);
+
+// query::aggregate over the samples: `used` lists the records whose intervals kept samples
+// (the ones that have a python_stats file when written with this timer).
+query::Aggregate aggregate_samples(const SampledProfile& profile, const query::Selection& records,
+                                   PythonTimer timer);
+
+// The filter that keeps exactly the samples of the selected intervals that `timer` keeps, for
+// report::write_collapsed / write_speedscope.
+report::SampleFilter selection_filter(const SampledProfile& profile, const query::Selection& records,
+                                      PythonTimer timer);
+
+}  // namespace sprof::intervals

@@ -1,0 +1,38 @@
+#pragma once
+// The RecordHooks that writes the per-interval stats directories at the end of `sprof record`,
+// once the sample logs are closed, and notes what it wrote in sprof.json ("interval_stats":
+// profiler directory, timer, counts).
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "sprof/interval_stats.hpp"
+#include "sprof/manifest.hpp"
+#include "sprof/record.hpp"
+#include "sprof/result.hpp"
+#include "sprof/step_timeline.hpp"
+
+namespace sprof::intervals {
+
+class IntervalStatsHook : public launch::RecordHooks {
+ public:
+  // The step timeline of the finished recording; given the manifest on_finish holds (sprof.json
+  // on disk is not final yet).
+  using TimelineSource =
+      std::function<Result<bootstrap::StepTimeline>(const std::filesystem::path& dir, const store::Manifest& manifest)>;
+
+  IntervalStatsHook(WriteOptions options, TimelineSource timeline);
+
+  // Never fails the recording: problems are logged and listed in the manifest's errors.
+  Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
+
+  const std::optional<WriteSummary>& summary() const { return summary_; }
+
+ private:
+  WriteOptions options_;
+  TimelineSource timeline_;
+  std::optional<WriteSummary> summary_;
+};
+
+}  // namespace sprof::intervals

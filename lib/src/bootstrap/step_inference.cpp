@@ -1,0 +1,194 @@
+// --step-fn: training steps inferred from the sampled stacks where no bootstrap could report them.
+//
+// A step is a maximal run of consecutive samples of a process's main thread whose stack contains
+// a frame of one of the step functions; the run ends at the first sample outside them. The step
+// begins at the run's first sample and ends at the first sample after it (or the run's last sample
+// when the process ends inside it), so each boundary lies up to one sample interval after the
+// true one, and two calls with no sample between them (a gap shorter than the sample interval)
+// merge into one step. Resolution: one sample interval. markers/step_fn.log carries the bounds as
+// a trailing field: "sb <t> ... <time of the sample before>" and "se <t> ... <time of the last
+// sample inside>", so the true boundary lies in (bound, t].
+
+#include <algorithm>
+#include <map>
+#include <system_error>
+
+#include "sprof/profile_samples.hpp"
+#include "sprof/step_hook.hpp"
+
+namespace sprof::bootstrap {
+namespace fs = std::filesystem;
+
+bool step_function_matches(std::string_view qualname, std::string_view function_name) {
+  if (qualname.empty() || function_name.empty()) return false;
+  if (function_name == qualname) return true;
+  // "train_step" names the method Trainer.train_step (3.11+ report qualified names).
+  if (function_name.size() > qualname.size() && function_name.ends_with(qualname) &&
+      function_name[function_name.size() - qualname.size() - 1] == '.') {
+    return true;
+  }
+  // Before 3.11 a frame only knows co_name: "Trainer.train_step" matches "train_step".
+  if (function_name.find('.') == std::string_view::npos) {
+    size_t dot = qualname.rfind('.');
+    if (dot != std::string_view::npos && qualname.substr(dot + 1) == function_name) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Percent-encoding of a string field (docs/markers.md).
+std::string field(std::string_view text) {
+  if (text.empty()) return "-";
+  if (text == "-") return "%2D";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c <= 0x20 || c == '%' || c == 0x7f) {
+      out += fmt::format("%{:02X}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int main_thread_of(const store::SampleLog& log, int32_t pid) {
+  const auto& threads = log.threads();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].native_tid == pid) return static_cast<int>(i);
+  }
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].name == "MainThread") return static_cast<int>(i);
+  }
+  return threads.empty() ? -1 : 0;
+}
+
+struct Run {
+  int64_t before_ns = 0;   // the last sample before the run (0: none); the step began after it
+  int64_t begin_ns = 0;    // the run's first sample
+  int64_t last_in_ns = 0;  // the run's last sample; the step ended after it
+  int64_t end_ns = 0;      // the first sample after the run (the last one's time at the end)
+};
+
+std::vector<Run> runs_of(const store::SampleLog& log, uint32_t thread, const std::vector<std::string>& step_functions,
+                         bool& seen) {
+  // Per function and per stack id: does it (or, for stacks, any of its frames) match?
+  std::vector<char> function_match(log.functions().size(), 0);
+  for (size_t i = 0; i < log.functions().size(); ++i) {
+    for (const auto& q : step_functions) {
+      if (step_function_matches(q, log.functions()[i].name)) function_match[i] = 1;
+    }
+  }
+  const auto& nodes = log.stack_nodes();
+  std::vector<signed char> stack_match(nodes.size(), -1);
+  if (!stack_match.empty()) stack_match[0] = 0;
+  auto matches = [&](uint32_t id) {
+    std::vector<uint32_t> path;
+    while (id < nodes.size() && stack_match[id] < 0) {
+      path.push_back(id);
+      id = nodes[id].parent;
+    }
+    signed char value = id < nodes.size() ? stack_match[id] : 0;
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      uint32_t frame = nodes[*it].frame;
+      bool here = frame < log.frames().size() && log.frames()[frame].function < function_match.size() &&
+                  function_match[log.frames()[frame].function] != 0;
+      value = static_cast<signed char>(value != 0 || here);
+      stack_match[*it] = value;
+    }
+    return value != 0;
+  };
+
+  std::vector<Run> runs;
+  bool in_run = false;
+  Run run;
+  int64_t previous = 0;
+  log.for_each_sample([&](const store::SampleRecord& s) {
+    if (s.thread != thread) return;
+    bool inside = matches(s.stack);
+    if (inside) {
+      seen = true;
+      if (!in_run) {
+        in_run = true;
+        run.before_ns = previous;
+        run.begin_ns = s.time_ns;
+      }
+      run.last_in_ns = s.time_ns;
+    } else if (in_run) {
+      run.end_ns = s.time_ns;
+      runs.push_back(run);
+      in_run = false;
+    }
+    previous = s.time_ns;
+  });
+  if (in_run) {
+    run.end_ns = run.last_in_ns;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+Mode mode_at(const ProcessTimeline* known, int64_t t_ns) {
+  Mode mode = Mode::train;
+  if (known == nullptr) return mode;
+  for (const auto& change : known->mode_changes) {
+    if (change.t_ns <= t_ns) mode = change.mode;
+  }
+  return mode == Mode::global ? Mode::train : mode;
+}
+
+}  // namespace
+
+Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector<std::string>& step_functions,
+                                  const StepTimeline& known) {
+  InferredSteps out;
+  if (step_functions.empty()) return out;
+  SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(profile_dir));
+  bool seen_any = false;
+  for (const auto& process : profile.processes) {
+    const store::SampleLog& log = process.log;
+    int32_t pid = log.pid();
+    if (pid == 0 || log.processes().empty()) continue;
+    const ProcessTimeline* k = known.find(pid);
+    if (k != nullptr && !k->steps.empty()) {
+      out.notes.push_back(fmt::format("pid {}: left to the {} steps its bootstrap reported", pid, k->steps.size()));
+      continue;
+    }
+    int thread = main_thread_of(log, pid);
+    if (thread < 0) continue;
+    bool seen = false;
+    std::vector<Run> runs = runs_of(log, static_cast<uint32_t>(thread), step_functions, seen);
+    seen_any = seen_any || seen;
+    if (runs.empty()) continue;
+
+    const int32_t tid = log.threads()[thread].native_tid != 0 ? log.threads()[thread].native_tid : pid;
+    if (k == nullptr) {
+      // No marker of this process at all: start its timeline where sampling began.
+      const store::LogProcess& lp = log.processes().front();
+      out.lines += fmt::format("hello {} {} {} 1 {} sampled {} {}\n", lp.attach_ns, pid, tid, lp.ppid,
+                               field(lp.python_version), field(lp.executable));
+    }
+    std::map<Mode, int64_t> mode_steps;
+    int64_t global = 0;
+    for (const Run& r : runs) {
+      Mode mode = mode_at(k, r.begin_ns);
+      int64_t step = mode_steps[mode]++;
+      // A trailing field (ignored by readers, docs/markers.md) bounds each boundary: the step began
+      // after the sample before it, and ended after its last sample.
+      out.lines += fmt::format("sb {} {} {} {} {} {} {}\n", r.begin_ns, pid, tid, to_string(mode), step, global,
+                               r.before_ns);
+      out.lines += fmt::format("se {} {} {} {} {} {} {}\n", r.end_ns, pid, tid, to_string(mode), step, global,
+                               r.last_in_ns);
+      ++global;
+    }
+    out.steps_per_pid[pid] = static_cast<int64_t>(runs.size());
+  }
+  if (!seen_any) {
+    std::string names;
+    for (const auto& q : step_functions) names += (names.empty() ? "" : ", ") + q;
+    out.notes.push_back(fmt::format("no sample of a main thread was inside {}: no steps inferred", names));
+  }
+  return out;
+}
+
+}  // namespace sprof::bootstrap

@@ -1,0 +1,147 @@
+// Which samples make up which stats directory: the step timeline's intervals per sampled
+// process, dated in epoch microseconds and cut into the sample-time spans they own.
+
+#include <algorithm>
+#include <limits>
+
+#include "sprof/interval_stats.hpp"
+
+namespace sprof::intervals {
+namespace {
+
+store::ProfileMode profile_mode(bootstrap::IntervalMode mode) {
+  switch (mode) {
+    case bootstrap::IntervalMode::train: return store::ProfileMode::train;
+    case bootstrap::IntervalMode::eval: return store::ProfileMode::eval;
+    case bootstrap::IntervalMode::predict: return store::ProfileMode::predict;
+    case bootstrap::IntervalMode::global: return store::ProfileMode::global;
+    case bootstrap::IntervalMode::prestepzero: return store::ProfileMode::pre_step_zero;
+    case bootstrap::IntervalMode::posthookclose: return store::ProfileMode::post_hook_close;
+  }
+  return store::ProfileMode::global;
+}
+
+store::StepPhase step_phase(bootstrap::StepPhase phase) {
+  switch (phase) {
+    case bootstrap::StepPhase::start: return store::StepPhase::start;
+    case bootstrap::StepPhase::stepstart: return store::StepPhase::step_start;
+    case bootstrap::StepPhase::forwardpassend: return store::StepPhase::forward_pass_end;
+    case bootstrap::StepPhase::stepend: return store::StepPhase::step_end;
+    case bootstrap::StepPhase::end: return store::StepPhase::end;
+  }
+  return store::StepPhase::start;
+}
+
+store::StepPoint step_point(const bootstrap::Boundary& b, const store::Manifest& manifest) {
+  store::StepPoint point;
+  point.mode = profile_mode(b.mode);
+  point.step = b.step;
+  point.phase = step_phase(b.phase);
+  // Integer nanoseconds first (no precision lost), then microseconds as smdebug's float.
+  int64_t epoch_ns = b.t_ns - manifest.clock_monotonic_ns + manifest.clock_realtime_ns;
+  point.time_us = static_cast<double>(epoch_ns) / 1000.0;
+  return point;
+}
+
+// [begin, end) less the paused ranges (which may overlap each other).
+std::vector<TimeSpan> cut_spans(TimeSpan whole, std::vector<bootstrap::TimeRange> paused) {
+  std::sort(paused.begin(), paused.end(),
+            [](const auto& a, const auto& b) { return a.begin_ns < b.begin_ns; });
+  std::vector<TimeSpan> out;
+  int64_t at = whole.begin_ns;
+  for (const auto& p : paused) {
+    if (p.end_ns <= at || p.begin_ns >= whole.end_ns) continue;
+    if (p.begin_ns > at) out.push_back({at, p.begin_ns});
+    at = std::max(at, p.end_ns);
+  }
+  if (at < whole.end_ns) out.push_back({at, whole.end_ns});
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(PythonTimer timer) {
+  switch (timer) {
+    case PythonTimer::total_time: return "total_time";
+    case PythonTimer::cpu_time: return "cpu_time";
+    case PythonTimer::off_cpu_time: return "off_cpu_time";
+  }
+  return "total_time";
+}
+
+std::optional<PythonTimer> parse_python_timer(std::string_view text) {
+  for (PythonTimer t : {PythonTimer::total_time, PythonTimer::cpu_time, PythonTimer::off_cpu_time}) {
+    if (text == to_string(t)) return t;
+  }
+  return std::nullopt;
+}
+
+std::filesystem::path ProcessInterval::relative_dir() const {
+  return std::filesystem::path("framework") / framework / kSampledProfilerDir / node_id / dir_name;
+}
+
+Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples& profile,
+                                                    const bootstrap::StepTimeline& timeline) {
+  if (!profile.manifest) {
+    return make_error(ErrorKind::bad_input, "{}: no {}, so the samples cannot be dated for stats directories",
+                      profile.dir.string(), store::kManifestFileName);
+  }
+  const store::Manifest& manifest = *profile.manifest;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::vector<ProcessInterval> out;
+  for (size_t index = 0; index < profile.processes.size(); ++index) {
+    const store::ProcessSamples& p = profile.processes[index];
+    if (p.log.sample_count() == 0) continue;
+    const int32_t pid = p.log.pid();
+    const std::string node_id =
+        p.process != nullptr && !p.process->node_id.empty() ? p.process->node_id : p.node_id;
+
+    std::vector<bootstrap::Interval> intervals;
+    std::vector<bootstrap::TimeRange> paused;
+    std::string framework = "python";
+    const bootstrap::ProcessTimeline* tl = timeline.find(pid);
+    if (tl != nullptr && !tl->intervals.empty()) {
+      intervals = tl->intervals;
+      paused = tl->paused;
+      if (!tl->framework.empty()) framework = tl->framework;
+    } else {
+      // No markers: the process's whole life is one interval, as smdebug's pre-step-zero
+      // profiling would have covered it had the hook never seen a step.
+      int64_t begin = p.process != nullptr && p.process->attach_ns > 0 ? p.process->attach_ns : p.log.first_ns();
+      int64_t end = p.process != nullptr && p.process->detach_ns > 0 ? p.process->detach_ns : p.log.last_ns();
+      end = std::max(end, begin + 1);
+      bootstrap::Interval whole;
+      whole.kind = bootstrap::IntervalKind::pre_step_zero;
+      whole.start = {bootstrap::IntervalMode::prestepzero, std::nullopt, bootstrap::StepPhase::start, begin};
+      whole.end = {bootstrap::IntervalMode::posthookclose, std::nullopt, bootstrap::StepPhase::end, end};
+      intervals.push_back(whole);
+    }
+
+    for (const bootstrap::Interval& interval : intervals) {
+      ProcessInterval pi;
+      pi.process = index;
+      pi.pid = pid;
+      pi.node_id = node_id;
+      pi.framework = framework;
+      pi.interval = interval;
+      pi.name.format = store::NameFormat::current;
+      pi.name.start = step_point(interval.start, manifest);
+      pi.name.end = step_point(interval.end, manifest);
+      pi.dir_name = store::format_stats_dir_name(pi.name);
+      TimeSpan whole{interval.start.t_ns, interval.end.t_ns};
+      if (interval.start.phase == bootstrap::StepPhase::start) whole.begin_ns = kMin;
+      if (interval.end.phase == bootstrap::StepPhase::end) whole.end_ns = kMax;
+      pi.spans = cut_spans(whole, paused);
+      out.push_back(std::move(pi));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ProcessInterval& a, const ProcessInterval& b) {
+    if (a.name.start.time_us != b.name.start.time_us) return a.name.start.time_us < b.name.start.time_us;
+    if (a.node_id != b.node_id) return a.node_id < b.node_id;
+    return a.dir_name < b.dir_name;
+  });
+  return out;
+}
+
+}  // namespace sprof::intervals

@@ -1,0 +1,97 @@
+#include "sprof/interval_query.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "intervals/stats_builder.hpp"
+
+namespace sprof::intervals {
+
+namespace fs = std::filesystem;
+
+bool is_sprof_profile(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / store::kManifestFileName, ec) && fs::is_directory(dir / "samples", ec);
+}
+
+const ProcessInterval& SampledProfile::interval_of(const store::StatsRecord& record) const {
+  return intervals.at(static_cast<size_t>(&record - index.records.data()));
+}
+
+namespace {
+
+std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) {
+  for (const auto& [key, text] : manifest.extra) {
+    if (key != kManifestSection) continue;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("timer") && j["timer"].is_string()) {
+      return parse_python_timer(j["timer"].get<std::string>());
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<SampledProfile> load_sampled_profile(const fs::path& dir, const bootstrap::StepTimeline& timeline) {
+  SampledProfile out;
+  SPROF_TRY(out.samples, store::load_profile_samples(dir));
+  SPROF_TRY(out.intervals, plan_intervals(out.samples, timeline));
+  if (out.samples.manifest) out.recorded_timer = timer_from_manifest(*out.samples.manifest);
+  out.index.dir = dir;
+  out.index.level = store::ProfileLevel::root;
+  out.index.records.reserve(out.intervals.size());
+  for (const ProcessInterval& interval : out.intervals) {
+    store::StatsRecord record;
+    record.profiler = store::kCprofileName;
+    record.framework = interval.framework;
+    record.node_id = interval.node_id;
+    record.dir_name = interval.dir_name;
+    record.name = interval.name;
+    record.path = dir / interval.relative_dir() / store::kCprofileStatsFile;
+    out.index.records.push_back(std::move(record));
+  }
+  return out;
+}
+
+query::Aggregate aggregate_samples(const SampledProfile& profile, const query::Selection& records,
+                                   PythonTimer timer) {
+  query::Aggregate out;
+  std::map<size_t, std::unique_ptr<StatsBuilder>> builders;
+  for (const store::StatsRecord* record : records) {
+    const ProcessInterval& interval = profile.interval_of(*record);
+    auto& builder = builders[interval.process];
+    if (!builder) builder = std::make_unique<StatsBuilder>(profile.samples.processes[interval.process].log);
+    IntervalStats stats = builder->build(interval.spans, timer);
+    if (stats.table.empty()) continue;  // no python_stats file would exist for it
+    out.table.add(stats.table);
+    out.used.push_back(record);
+  }
+  out.total_calls = out.table.total_calls();
+  out.primitive_calls = out.table.primitive_calls();
+  out.total_tt = out.table.total_tt();
+  return out;
+}
+
+report::SampleFilter selection_filter(const SampledProfile& profile, const query::Selection& records,
+                                      PythonTimer timer) {
+  report::SampleFilter filter;
+  filter.include_idle = timer != PythonTimer::cpu_time;
+  filter.idle_only = timer == PythonTimer::off_cpu_time;
+  std::vector<report::SampleWindow> windows;
+  for (const store::StatsRecord* record : records) {
+    const ProcessInterval& interval = profile.interval_of(*record);
+    for (const TimeSpan& span : interval.spans) windows.push_back({interval.pid, span.begin_ns, span.end_ns});
+  }
+  std::sort(windows.begin(), windows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.pid, a.begin_ns) < std::tie(b.pid, b.begin_ns);
+  });
+  filter.windows = std::move(windows);
+  return filter;
+}
+
+}  // namespace sprof::intervals

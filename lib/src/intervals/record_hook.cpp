@@ -1,0 +1,54 @@
+#include "sprof/interval_stats_hook.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "sprof/interval_query.hpp"
+#include "sprof/profile_samples.hpp"
+
+namespace sprof::intervals {
+
+IntervalStatsHook::IntervalStatsHook(WriteOptions options, TimelineSource timeline)
+    : options_(std::move(options)), timeline_(std::move(timeline)) {}
+
+Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) {
+  auto fail = [&](const Error& error) -> Status {
+    std::string message = "per-interval stats not written: " + error.message;
+    spdlog::warn("{}", message);
+    manifest.errors.push_back(message);
+    return {};
+  };
+  if (std::none_of(manifest.processes.begin(), manifest.processes.end(),
+                   [](const store::ManifestProcess& p) { return p.samples > 0; })) {
+    return {};  // nothing was sampled
+  }
+  auto profile = store::load_profile_samples(output_dir);
+  if (!profile.ok()) return fail(profile.error());
+  store::attach_manifest(*profile, manifest);
+  bootstrap::StepTimeline timeline;
+  if (timeline_) {
+    auto read = timeline_(output_dir, manifest);
+    if (!read.ok()) return fail(read.error());
+    timeline = std::move(read).value();
+  }
+  auto written = write_interval_stats(*profile, timeline, options_);
+  if (!written.ok()) return fail(written.error());
+  summary_ = *written;
+
+  nlohmann::ordered_json section;
+  section["profiler"] = kSampledProfilerDir;
+  section["timer"] = std::string(to_string(options_.timer));
+  section["intervals"] = written->intervals;
+  section["directories"] = written->directories;
+  section["excluded"] = written->excluded;
+  section["without_samples"] = written->without_samples;
+  auto& extra = manifest.extra;
+  extra.erase(std::remove_if(extra.begin(), extra.end(), [](const auto& e) { return e.first == kManifestSection; }),
+              extra.end());
+  extra.emplace_back(kManifestSection, section.dump());
+  return {};
+}
+
+}  // namespace sprof::intervals

@@ -1,0 +1,70 @@
+// Writing the stats directories of every (selected) interval.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "intervals/stats_builder.hpp"
+#include "sprof/interval_stats.hpp"
+#include "sprof/profile.hpp"
+#include "store/file_bytes.hpp"
+
+namespace sprof::intervals {
+
+namespace fs = std::filesystem;
+
+std::string WriteSummary::text() const {
+  std::string out = fmt::format("{} stats director{} ({} samples)", directories, directories == 1 ? "y" : "ies",
+                                samples);
+  if (excluded > 0) out += fmt::format(", {} interval{} outside the profiling window", excluded, excluded == 1 ? "" : "s");
+  return out;
+}
+
+Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, const bootstrap::StepTimeline& timeline,
+                                          const WriteOptions& options) {
+  SPROF_TRY(std::vector<ProcessInterval> planned, plan_intervals(profile, timeline));
+  WriteSummary summary;
+  summary.intervals = planned.size();
+  std::map<size_t, std::unique_ptr<StatsBuilder>> builders;  // per process
+  std::set<fs::path> written;
+  for (const ProcessInterval& interval : planned) {
+    if (options.include && !options.include(interval)) {
+      ++summary.excluded;
+      continue;
+    }
+    fs::path dir = profile.dir / interval.relative_dir();
+    if (!written.insert(dir).second) {
+      // Two intervals of one process whose ends fall in the same microseconds.
+      spdlog::warn("{}: a second interval with the same name; kept the first", dir.string());
+      continue;
+    }
+    auto& builder = builders[interval.process];
+    if (!builder) builder = std::make_unique<StatsBuilder>(profile.processes[interval.process].log);
+    IntervalStats stats = builder->build(interval.spans, options.timer);
+
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", dir.string(), ec.message());
+    fs::path pstats_file = dir / store::kCprofileStatsFile;
+    if (stats.table.empty()) {
+      // pstats.Stats refuses a file without functions: leave python_stats out (and any older one).
+      fs::remove(pstats_file, ec);
+      ++summary.without_samples;
+    } else {
+      SPROF_TRY_STATUS(store::write_pstats(pstats_file, stats.table));
+    }
+    SPROF_TRY_STATUS(store::write_file_atomically(dir / store::kPyinstrumentJsonFile,
+                                                  render_tree_json(profile, interval, stats, options.timer)));
+    SPROF_TRY_STATUS(store::write_file_atomically(dir / store::kPyinstrumentHtmlFile,
+                                                  render_tree_html(profile, interval, stats, options.timer)));
+    ++summary.directories;
+    summary.samples += stats.samples;
+  }
+  return summary;
+}
+
+}  // namespace sprof::intervals

@@ -1,0 +1,192 @@
+"""Per-interval stats directories written by `sprof record` from the raw samples, and queries
+of a sprof profile answered from its samples: real interpreters, real sampling, smdebug's
+reader logic (smdebug_semantics) and Python's own pstats."""
+import json
+import marshal
+import os
+import pstats
+import subprocess
+import unittest
+
+import smdebug_semantics as smd
+from record_helpers import workload
+from sprof_testlib import DEBIAN_PYTHON, TempDirTestCase, run_sprof
+
+SLEEPY_STEP = 2
+STEPS = 5
+
+
+def sprof_json(*args):
+    return json.loads(run_sprof(*args, "--json", check=0).stdout)
+
+
+def function_row(doc, name):
+    rows = [f for f in doc["functions"] if f["function"] == name]
+    return rows[0] if rows else None
+
+
+class IntervalStatsTest(TempDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.root = tempfile.mkdtemp(prefix="sprof-intervals-")
+        cls.out = os.path.join(cls.root, "prof")
+        proc = run_sprof("record", "-o", cls.out, "--rate", "200", "--",
+                         DEBIAN_PYTHON, workload("interval_steps.py"), str(SLEEPY_STEP), str(STEPS), check=0)
+        cls.script = json.loads(proc.stdout.strip().splitlines()[-1])
+        with open(os.path.join(cls.out, "sprof.json")) as f:
+            cls.manifest = json.load(f)
+        cls.pid = cls.manifest["target_pid"]
+        node = [p["node_id"] for p in cls.manifest["processes"] if p["pid"] == cls.pid][0]
+        cls.profiler_dir = os.path.join(cls.out, "framework", "python", "pyinstrument")
+        cls.node_dir = os.path.join(cls.profiler_dir, node)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.root, ignore_errors=True)
+
+    def test_script_ran_under_sprof(self):
+        self.assertTrue(self.script["enabled"])
+        section = self.manifest["interval_stats"]
+        self.assertEqual(section["profiler"], "pyinstrument")
+        self.assertEqual(section["timer"], "total_time")
+        self.assertEqual(section["directories"], section["intervals"])
+
+    def test_list_stats_lists_every_interval(self):
+        doc = sprof_json("list-stats", self.out, "--node", os.path.basename(self.node_dir))
+        cprofile = [r for r in doc["stats"] if r["profiler_name"] == "cprofile"]
+        kinds = [(r["start_mode"], r["start_phase"], r["end_mode"], r["end_phase"]) for r in cprofile]
+        self.assertEqual(kinds[0], ("prestepzero", "start", "train", "stepstart"))
+        self.assertEqual(kinds[-1], ("train", "stepend", "posthookclose", "end"))
+        steps = [r for r in cprofile if r["start_phase"] == "stepstart" and r["end_phase"] == "stepend"]
+        self.assertEqual([r["start_step"] for r in steps], list(range(STEPS)))
+        # every stats dir also has pyinstrument's pair
+        for r in cprofile:
+            d = os.path.dirname(r["stats_path"])
+            self.assertEqual(sorted(os.listdir(d)), ["python_stats", "python_stats.html", "python_stats.json"])
+
+    def test_fetch_by_step_attributes_the_sleep(self):
+        for source in ("samples", "stats"):
+            doc = sprof_json("fetch-by-step", self.out, "--step", str(SLEEPY_STEP), "--source", source)
+            self.assertEqual(doc["source"], source)
+            sleepy = function_row(doc, "sleepy")
+            self.assertIsNotNone(sleepy, source)
+            self.assertAlmostEqual(sleepy["cumtime"], 0.2, delta=0.03)
+            self.assertAlmostEqual(sleepy["tottime"], 0.2, delta=0.03)
+            self.assertGreaterEqual(sleepy["ncalls"], 1)
+            self.assertIsNone(function_row(doc, "busy_loop"), source)
+        # A busy step: the loop, not the sleep.
+        doc = sprof_json("fetch-by-step", self.out, "--step", str(SLEEPY_STEP + 1))
+        self.assertAlmostEqual(function_row(doc, "busy_loop")["cumtime"], 0.1, delta=0.03)
+        self.assertIsNone(function_row(doc, "sleepy"))
+
+    def test_samples_and_stats_files_agree_with_smdebug(self):
+        analysis = smd.Analysis(smd.load_profiler_dir(self.profiler_dir))
+        for args, oracle in ((["fetch-by-step", "--step", "0", "--end-step", "3"], analysis.by_step(0, 3)),
+                             (["pre-step-zero"], analysis.pre_step_zero()),
+                             (["post-hook-close"], analysis.post_hook_close())):
+            expected = oracle.ps
+            for source in ("samples", "stats"):
+                doc = sprof_json(args[0], self.out, *args[1:], "--source", source)
+                self.assertEqual(len(doc["stats"]), len(oracle.records), (args, source))
+                self.assertEqual(doc["total_calls"], expected.total_calls, (args, source))
+                self.assertEqual(doc["total_tt"], expected.total_tt, (args, source))
+                for row in doc["functions"]:
+                    key = (row["file"], row["line"], row["function"])
+                    cc, nc, tt, ct, _ = expected.stats[key]
+                    self.assertEqual((row["ncalls"], row["tottime"], row["cumtime"]), (nc, tt, ct), key)
+
+    def test_stats_files_load_and_total_the_sample_weights(self):
+        # Every interval of the target: python_stats loads with pstats (and python3 -m pstats),
+        # and the intervals' tottime adds up to the weights of all the process's samples.
+        total = 0.0
+        dirs = sorted(os.listdir(self.node_dir))
+        dirs = [d for d in dirs if os.path.exists(os.path.join(self.node_dir, d, "python_stats"))]
+        for d in dirs:
+            # (an interval without samples, e.g. the microseconds between two steps, has none)
+            path = os.path.join(self.node_dir, d, "python_stats")
+            ps = pstats.Stats(path)
+            with open(os.path.join(self.node_dir, d, "python_stats.json")) as f:
+                tree = json.load(f)
+            self.assertAlmostEqual(ps.total_tt, tree["root_frame"]["time"], places=9)
+            with open(path, "rb") as f:
+                raw = marshal.load(f)
+            for func, (cc, nc, tt, ct, callers) in raw.items():
+                self.assertGreaterEqual(nc, cc)
+                self.assertGreaterEqual(cc, 1)
+                self.assertLessEqual(tt, ct + 1e-12)
+                for caller, (cnc, ccc, ctt, cct) in callers.items():
+                    self.assertIn(caller, raw)
+                    self.assertLessEqual(cnc, nc)
+            total += ps.total_tt
+        proc = subprocess.run([DEBIAN_PYTHON, "-m", "pstats", os.path.join(self.node_dir, dirs[0], "python_stats")],
+                              input="stats 5\nquit\n", capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("function calls", proc.stdout)
+        speedscope = json.loads(run_sprof("export", self.out, "-f", "speedscope", "--idle", "--pid",
+                                          str(self.pid), check=0).stdout)
+        weights = [w for p in speedscope["profiles"] for w in p["weights"]]
+        # speedscope weights are whole microseconds (truncated).
+        self.assertAlmostEqual(total, sum(weights) / 1e6, delta=len(weights) * 1e-6)
+
+    def test_timers_split_on_cpu_and_idle(self):
+        cpu = sprof_json("fetch-by-step", self.out, "--step", str(SLEEPY_STEP), "--python-timer", "cpu_time")
+        off = sprof_json("fetch-by-step", self.out, "--step", str(SLEEPY_STEP), "--python-timer", "off_cpu_time")
+        self.assertEqual(off["python_timer"], "off_cpu_time")
+        self.assertAlmostEqual(function_row(off, "sleepy")["tottime"], 0.2, delta=0.03)
+        row = function_row(cpu, "sleepy")
+        self.assertTrue(row is None or row["tottime"] < 0.02, row)
+        busy = SLEEPY_STEP + 1
+        cpu = sprof_json("fetch-by-step", self.out, "--step", str(busy), "--python-timer", "cpu_time")
+        off = sprof_json("fetch-by-step", self.out, "--step", str(busy), "--python-timer", "off_cpu_time")
+        self.assertAlmostEqual(function_row(cpu, "busy_loop")["tottime"], 0.1, delta=0.03)
+        row = function_row(off, "busy_loop")
+        self.assertTrue(row is None or row["tottime"] < 0.02, row)
+
+    def test_stacks_of_one_step(self):
+        proc = run_sprof("fetch-by-step", self.out, "--step", str(SLEEPY_STEP), "-f", "collapsed", check=0)
+        stacks = {}
+        for line in proc.stdout.splitlines():
+            stack, _, count = line.rpartition(" ")
+            stacks[stack] = int(count)
+        sleeping = sum(c for s, c in stacks.items() if "sleepy (" in s)
+        self.assertGreater(sleeping, 0.5 * 0.2 * 200)  # 200 Hz for 200 ms
+        self.assertFalse(any("busy_loop (" in s for s in stacks), stacks)
+        doc = json.loads(run_sprof("fetch-by-time", self.out, "--start-time", "0", "-f", "speedscope",
+                                   check=0).stdout)
+        self.assertTrue(doc["profiles"])
+        # smdebug-layout directories have no samples to give stacks from
+        proc = run_sprof("fetch-by-step", self.profiler_dir, "--step", "0", "-f", "collapsed", check=2)
+        self.assertIn("raw samples", proc.stderr)
+
+    def test_pyinstrument_analysis_reads_the_pairs(self):
+        # PyinstrumentAnalysis._aggregate_stats: per start time, (html, json) sorted by basename.
+        records = [s for s in smd.load_profiler_dir(self.profiler_dir) if s.profiler_name == "pyinstrument"]
+        by_start = {}
+        for r in records:
+            by_start.setdefault(r.start_time_since_epoch_in_micros, []).append(r)
+        for group in by_start.values():
+            group.sort(key=lambda x: os.path.basename(x.stats_path))
+            html, js = group  # exactly two, as smdebug unpacks them
+            self.assertTrue(html.stats_path.endswith(".html"))
+            with open(js.stats_path) as f:
+                tree = json.load(f)
+            self.assertIn("root_frame", tree)
+        sleepy_dir = [d for d in os.listdir(self.node_dir) if d.startswith("train-%d-stepstart" % SLEEPY_STEP)][0]
+        with open(os.path.join(self.node_dir, sleepy_dir, "python_stats.json")) as f:
+            tree = json.load(f)
+
+        def find(frame, name):
+            if frame["function"] == name:
+                return frame
+            for child in frame["children"]:
+                hit = find(child, name)
+                if hit:
+                    return hit
+            return None
+        self.assertAlmostEqual(find(tree["root_frame"], "sleepy")["time"], 0.2, delta=0.03)
+
+
+if __name__ == "__main__":
+    unittest.main()

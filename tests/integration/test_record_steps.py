@@ -1,0 +1,332 @@
+"""`sprof record` made step-aware, on real processes: the injected bootstrap's markers persisted to
+markers/markers.log, the step timeline (read back with sprof's own readers through
+sprof_timeline_dump) and the smdebug model_timeline trace in framework/pevents; --no-inject;
+--step-fn on launched and attached processes, checked against the boundaries the scripts log."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+
+from sprof_testlib import BINARY_DIR, DEBIAN_PYTHON, SOURCE_DIR, TempDirTestCase, pythons, run_sprof
+from record_helpers import manifest
+
+TRAIN = os.path.join(SOURCE_DIR, "examples", "train_torch.py")
+DUMP = os.path.join(BINARY_DIR, "tests", "sprof_timeline_dump")
+
+
+def have_torch():
+    return subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def dump(profile):
+    proc = subprocess.run([DUMP, profile], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def marker_lines(profile):
+    with open(os.path.join(profile, "markers", "markers.log"), encoding="utf-8") as f:
+        return [line.split() for line in f if line.strip()]
+
+
+def script_steps(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+class StepsTestCase(TempDirTestCase):
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(text))
+        return path
+
+    def step_events(self, data, mode):
+        lane = "Step:ModeKeys." + mode
+        return sorted((e for e in data["events"] if e["lane"] == lane and e["name"] == lane),
+                      key=lambda e: e["start_us"])
+
+
+@unittest.skipUnless(have_torch(), "Debian's python3-torch is not installed (scripts/install-deps)")
+class TorchStepsTest(StepsTestCase):
+    def test_torch_training_steps_eval_and_dataloader(self):
+        out = os.path.join(self.tmp, "p")
+        log = os.path.join(self.tmp, "steps.jsonl")
+        # Markers are exact; what separates them from the script's own timestamps is the code (and,
+        # on a loaded machine, the preemptions) between the two. 50 Hz: a 20 ms sample interval.
+        rate = 50
+        proc = run_sprof("record", "--subprocesses", "--rate", rate, "-o", out, "--", DEBIAN_PYTHON, TRAIN,
+                         "--epochs", "2", "--size", "640", "--eval-batches", "3", "--step-log", log, check=0)
+        theirs = script_steps(log)
+        n_train = sum(1 for s in theirs if s["mode"] == "train")
+        n_eval = sum(1 for s in theirs if s["mode"] == "eval")
+        self.assertEqual((n_train, n_eval), (20, 6))  # 640 / 64 batches per epoch, 3 eval batches each
+        self.assertIn("steps: %d train, %d eval (pytorch, from markers)" % (n_train, n_eval), proc.stderr)
+
+        m = manifest(out)
+        main_pid = m["target_pid"]
+        self.assertEqual(m["steps"]["framework"], "pytorch")
+        self.assertEqual(m["steps"]["steps"], {"train": n_train, "eval": n_eval})
+
+        # markers.log: the bootstrap's lines, verbatim (every line parses as the protocol's).
+        lines = marker_lines(out)
+        main = [l for l in lines if int(l[2]) == main_pid]
+        self.assertEqual(main[0][0], "hello")
+        self.assertIn(["fw"], [l[:1] for l in main if l[0] == "fw"])
+        sb = [l for l in main if l[0] == "sb"]
+        self.assertEqual([l[4] for l in sb], ["train"] * 10 + ["eval"] * 3 + ["train"] * 10 + ["eval"] * 3)
+        fpe = [l for l in main if l[0] == "ph" and l[4] == "forwardpassend"]
+        self.assertEqual(len(fpe), n_train + n_eval)
+
+        # The timeline as read_step_timeline builds it, against the script's own boundaries.
+        data = dump(out)
+        tl = {p["pid"]: p for p in data["processes"]}
+        steps = tl[main_pid]["steps"]
+        self.assertEqual(len(steps), len(theirs))
+        interval_ns = 1e9 / rate
+        worst = 0
+        for ours, mine in zip(steps, theirs):
+            self.assertEqual(ours["mode"], mine["mode"])
+            worst = max(worst, abs(ours["begin"] - mine["begin"]), abs(ours["end"] - mine["end"]))
+            self.assertIsNotNone(ours["forward_pass_end"])
+            self.assertTrue(ours["begin"] < ours["forward_pass_end"] <= ours["end"], ours)
+        print("worst step boundary difference: %.3f ms (sample interval %.1f ms)" % (worst / 1e6, interval_ns / 1e6))
+        self.assertLessEqual(worst, interval_ns)
+        kinds = tl[main_pid]["intervals"]
+        self.assertEqual(kinds[0], "pre_step_zero")
+        self.assertEqual(kinds[-1], "post_hook_close")
+        self.assertIn("between_modes", kinds)
+
+        # The pevents trace, read by sprof's trace_events reader.
+        self.assertEqual(data["warnings"], [])
+        files = m["steps"]["trace_files"]
+        self.assertTrue(files and all("/pevents/" in f and f.endswith("_model_timeline.json") for f in files), files)
+        train = self.step_events(data, "TRAIN")
+        evals = self.step_events(data, "EVAL")
+        self.assertEqual([e["args"]["step_num"] for e in train], [str(i) for i in range(n_train)])
+        self.assertEqual([e["args"]["step_num"] for e in evals], [str(i) for i in range(n_eval)])
+        self.assertTrue(all(e["args"]["pid"] == str(main_pid) for e in train + evals))
+        self.assertTrue(all(e["file_type"] == "DetailedframeworkMetrics" for e in train))
+        # Epoch µs from the manifest's clock pair.
+        epoch = lambda t_ns: (t_ns - m["clock"]["monotonic_ns"] + m["clock"]["realtime_ns"]) // 1000
+        first = [s for s in steps if s["mode"] == "train"][0]
+        self.assertEqual(train[0]["start_us"], epoch(first["begin"]))
+        lanes = set(e["lane"] for e in data["events"])
+        self.assertTrue({"DataLoaderIterInitialize", "DataLoaderIter", "DataLoaderWorker"} <= lanes, lanes)
+        workers = set(int(e["args"]["pid"]) for e in data["events"] if e["lane"] == "DataLoaderWorker")
+        reported = set(p["pid"] for p in m["steps"]["processes"] if "dataloader_worker" in p)
+        forked = set(int(l[2]) for l in lines if l[0] == "hello" and l[6] == "fork" and int(l[5]) == main_pid)
+        self.assertEqual(workers, reported)
+        self.assertEqual(workers, forked)
+        self.assertEqual(len(workers), 8)  # 2 workers per iterator (train and eval, 2 epochs), not persistent
+        gets = [e for e in data["events"] if e["lane"] == "DataLoaderIter"]
+        self.assertTrue(all(e["name"] == "_MultiProcessingDataLoaderIter::GetNext" for e in gets))
+        self.assertGreaterEqual(len(gets), n_train + n_eval)
+
+        # The rules read the steps.
+        rules = run_sprof("rules", out, check=0)
+        outlier = [l for l in rules.stdout.splitlines() if l.startswith("StepOutlier")][0]
+        self.assertIn("NoIssuesFound", outlier)
+
+
+API_LOOP = """
+    import json, sys, time
+    import sprof
+
+    def busy(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+
+    log = open(sys.argv[1], "w")
+    sprof.set_mode(sprof.TRAIN)
+    for i in range(5):
+        begin = time.monotonic_ns()
+        with sprof.step_context():
+            busy(0.01)
+            sprof.forward_pass_end()
+            busy(0.005)
+        log.write(json.dumps({"mode": "train", "begin": begin, "end": time.monotonic_ns()}) + "\\n")
+        sprof.counter("loss", 1.0 / (i + 1))
+    sprof.mark("checkpoint")
+    sprof.set_mode(sprof.EVAL)
+    for i in range(2):
+        with sprof.step_context():
+            busy(0.005)
+    print("done", flush=True)
+"""
+
+
+class ApiStepsTest(StepsTestCase):
+    def test_explicit_api_on_every_python(self):
+        script = self.write("loop.py", API_LOOP)
+        found = pythons(min_version=(3, 8))
+        self.assertTrue(found)
+        for label, python in sorted(found.items()):
+            with self.subTest(python=label):
+                out = os.path.join(self.tmp, label)
+                log = os.path.join(self.tmp, label + ".jsonl")
+                proc = run_sprof("record", "-o", out, "--", python, script, log, check=0)
+                self.assertIn("done", proc.stdout)
+                self.assertIn("steps: 5 train, 2 eval (python, from markers)", proc.stderr)
+                m = manifest(out)
+                self.assertEqual(m["steps"]["steps"], {"train": 5, "eval": 2})
+                self.assertEqual(m["steps"]["framework"], "python")
+                data = dump(out)
+                steps = data["processes"][0]["steps"]
+                for ours, mine in zip(steps, script_steps(log)):
+                    self.assertLessEqual(mine["begin"], ours["begin"])
+                    self.assertLessEqual(ours["end"], mine["end"])
+                self.assertEqual(data["processes"][0]["counters"], 5)
+                self.assertEqual(data["processes"][0]["instants"], 1)
+                self.assertEqual(len(self.step_events(data, "TRAIN")), 5)
+                self.assertEqual(len(self.step_events(data, "EVAL")), 2)
+                # markers.log holds exactly the lines the bootstrap wrote (counted by kind).
+                kinds = [l[0] for l in marker_lines(out)]
+                self.assertEqual((kinds.count("sb"), kinds.count("ctr"), kinds.count("mark")), (7, 5, 1))
+
+    def test_profile_dir_with_colon(self):
+        # PYTHONPATH cannot hold a path with ':': the bootstrap goes to a temporary directory
+        # that is removed afterwards, and markers.log stays in the profile.
+        script = self.write("loop.py", API_LOOP)
+        before = set(glob.glob("/tmp/sprof-bootstrap-*"))
+        out = os.path.join(self.tmp, "a:b")
+        proc = run_sprof("record", "-o", out, "--", DEBIAN_PYTHON, script, os.path.join(self.tmp, "log"), check=0)
+        self.assertIn("steps: 5 train, 2 eval", proc.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "markers", "markers.log")))
+        self.assertFalse(os.path.exists(os.path.join(out, "markers", "python")))
+        self.assertEqual(set(glob.glob("/tmp/sprof-bootstrap-*")) - before, set())
+
+    def test_no_inject(self):
+        script = self.write("plain.py", """
+            import os
+            try:
+                import sprof
+                sprof.step()
+            except ImportError:
+                pass
+            print("fd", os.environ.get("SPROF_MARKER_FD"), flush=True)
+        """)
+        out = os.path.join(self.tmp, "p")
+        proc = run_sprof("record", "--no-inject", "-o", out, "--", DEBIAN_PYTHON, script, check=0)
+        self.assertIn("fd None", proc.stdout)
+        self.assertFalse(os.path.exists(os.path.join(out, "markers")))
+        self.assertFalse(os.path.exists(os.path.join(out, "framework")))
+        m = manifest(out)
+        self.assertFalse(m["steps"]["injected"])
+        self.assertEqual(m["steps"]["steps"], {})
+        self.assertEqual(dump(out)["processes"], [])
+        # Injected, the same script sees the pipe.
+        out2 = os.path.join(self.tmp, "q")
+        proc = run_sprof("record", "-o", out2, "--", DEBIAN_PYTHON, script, check=0)
+        self.assertNotIn("fd None", proc.stdout)
+        self.assertTrue(os.path.exists(os.path.join(out2, "markers", "markers.log")))
+
+
+STEP_FN_LOOP = """
+    import json, os, sys, time
+
+    def busy(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            pass
+
+    class Trainer:
+        def train_step(self, i):
+            busy(0.04)
+
+    def main():
+        log = open(sys.argv[1], "w")
+        steps = int(sys.argv[2])
+        go = sys.argv[3] if len(sys.argv) > 3 else None
+        while go and not os.path.exists(go):  # attach test: wait for sprof
+            time.sleep(0.01)
+        time.sleep(0.1)
+        trainer = Trainer()
+        for i in range(steps):
+            begin = time.monotonic_ns()
+            trainer.train_step(i)
+            log.write(json.dumps({"begin": begin, "end": time.monotonic_ns()}) + "\\n")
+            log.flush()
+            time.sleep(0.1)  # at 200 Hz, no sample here has odds of e^-20
+
+    main()
+"""
+
+
+class StepFnTest(StepsTestCase):
+    def check_inferred(self, out, log, pid, n):
+        theirs = script_steps(log)
+        self.assertEqual(len(theirs), n)
+        data = dump(out)
+        tl = {p["pid"]: p for p in data["processes"]}
+        steps = tl[pid]["steps"]
+        self.assertEqual(len(steps), n)
+        self.assertTrue(all(s["mode"] == "train" for s in steps))
+        # step_fn.log bounds each boundary by the neighbouring samples; the script's own
+        # boundaries lie inside (bound, t]: within one sample interval.
+        with open(os.path.join(out, "markers", "step_fn.log"), encoding="utf-8") as f:
+            lines = [l.split() for l in f if l[:2] in ("sb", "se")]
+        sb = [(int(l[1]), int(l[7])) for l in lines if l[0] == "sb"]
+        se = [(int(l[1]), int(l[7])) for l in lines if l[0] == "se"]
+        # Sample times are µs-rounded tick times, and a stack is read some µs after its tick; the
+        # script's own timestamps sit a few µs outside the function's frame.
+        slack = 1000000
+        worst = 0
+        for (t, before), (t_end, last_in), mine in zip(sb, se, theirs):
+            self.assertLess(before - slack, mine["begin"])
+            self.assertLessEqual(mine["begin"], t + slack)
+            self.assertLessEqual(last_in - slack, mine["end"])
+            self.assertLess(mine["end"], t_end + slack)
+            worst = max(worst, t - mine["begin"], t_end - mine["end"])
+        print("--step-fn: worst boundary lag %.2f ms" % (worst / 1e6))
+        self.assertEqual(len(self.step_events(data, "TRAIN")), n)
+        m = manifest(out)
+        self.assertEqual(m["steps"]["source"], "step-fn")
+        self.assertEqual(m["steps"]["steps"], {"train": n})
+
+    def test_step_fn_launch_without_injection(self):
+        script = self.write("loop.py", STEP_FN_LOOP)
+        out = os.path.join(self.tmp, "p")
+        log = os.path.join(self.tmp, "steps.jsonl")
+        proc = run_sprof("record", "--no-inject", "--rate", "200", "--step-fn", "Trainer.train_step", "-o", out,
+                         "--", DEBIAN_PYTHON, script, log, "6", check=0)
+        self.assertIn("steps: 6 train (python, from step-fn)", proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "markers", "markers.log")))
+        self.check_inferred(out, log, manifest(out)["target_pid"], 6)
+
+    def test_step_fn_attached(self):
+        script = self.write("loop.py", STEP_FN_LOOP)
+        go = os.path.join(self.tmp, "go")
+        log = os.path.join(self.tmp, "steps.jsonl")
+        target = subprocess.Popen([DEBIAN_PYTHON, script, log, "5", go])
+        self.addCleanup(target.kill)
+        out = os.path.join(self.tmp, "p")
+        sprof = subprocess.Popen([os.environ["SPROF_BIN"], "record", "--pid", str(target.pid), "--rate", "200",
+                                  "--step-fn", "train_step", "-o", out], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(out, "samples")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # attached and sampling
+        open(go, "w").close()
+        target.wait(timeout=120)
+        _, err = sprof.communicate(timeout=120)
+        self.assertEqual(sprof.returncode, 0, err)
+        self.assertIn("steps: 5 train (python, from step-fn)", err)
+        self.check_inferred(out, log, target.pid, 5)
+
+    def test_step_fn_that_never_runs(self):
+        script = self.write("loop.py", STEP_FN_LOOP)
+        out = os.path.join(self.tmp, "p")
+        proc = run_sprof("record", "--no-inject", "--step-fn", "no_such_function", "-o", out, "--", DEBIAN_PYTHON,
+                         script, os.path.join(self.tmp, "log"), "1", check=0)
+        self.assertIn("no_such_function", proc.stderr)
+        self.assertEqual(manifest(out)["steps"]["steps"], {})
+
+
+if __name__ == "__main__":
+    unittest.main()
