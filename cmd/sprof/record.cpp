@@ -5,14 +5,19 @@
 #include <time.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
 #include "sprof/interval_stats_hook.hpp"
+#include "sprof/bootstrap.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/profiling_window.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
@@ -96,6 +101,151 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
   }
 }
 
+
+// --- Profiling windows and deterministic mode (--python-profiler cprofile) ---------------------
+
+struct PythonProfilingFlags {
+  std::string profiler;  // "" = sampling unless --profiler-config names one
+  std::string timer;     // "" = the config's cProfileTimer, else total_time
+  int64_t start_step = 0;
+  int64_t num_steps = 0;
+  double start_time_s = 0;
+  double duration_s = 0;
+  CLI::Option* start_step_opt = nullptr;
+  CLI::Option* num_steps_opt = nullptr;
+  CLI::Option* start_time_opt = nullptr;
+  CLI::Option* duration_opt = nullptr;
+  std::string config_file;
+};
+
+// What record does about python stats: the window, the profiler, the cProfile timer.
+struct PythonProfilingPlan {
+  bool enabled = true;  // false: --profiler-config turns python profiling off
+  window::PythonProfiler profiler = window::PythonProfiler::sampling;
+  window::CprofileTimer timer = window::CprofileTimer::total_time;
+  window::ProfilingWindow window;
+  std::string config_file;
+  std::string disabled_reason;
+};
+
+void add_python_profiling_flags(CLI::App* sub, PythonProfilingFlags& f) {
+  sub->add_option("--python-profiler", f.profiler,
+                  "How per-interval python stats are made: sampling (default) or cprofile (cProfile inside the "
+                  "target, exact call counts)")
+      ->check(CLI::IsMember({"sampling", "cprofile"}));
+  sub->add_option("--cprofile-timer", f.timer,
+                  "cProfile's clock in cprofile mode: total_time (default), cpu_time, off_cpu_time or default "
+                  "(smdebug's cycle over steps 9-11)")
+      ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time", "default"}));
+  f.start_step_opt = sub->add_option("--python-start-step", f.start_step,
+                                     "Profiling window: first (global) step to get python stats");
+  f.num_steps_opt = sub->add_option("--python-num-steps", f.num_steps,
+                                    "Profiling window: number of steps from --python-start-step (default 1)");
+  f.start_time_opt = sub->add_option("--python-start-time", f.start_time_s,
+                                     "Profiling window: start, Unix epoch seconds (exclusive with the step flags)");
+  f.duration_opt = sub->add_option("--python-duration", f.duration_s,
+                                   "Profiling window: length in seconds from --python-start-time");
+  sub->add_option("--profiler-config", f.config_file,
+                  "smdebug profilerconfig.json: PythonProfilingConfig's window, ProfilerName and cProfileTimer");
+}
+
+Result<PythonProfilingPlan> plan_python_profiling(const PythonProfilingFlags& f) {
+  PythonProfilingPlan plan;
+  bool step_flags = f.start_step_opt->count() > 0 || f.num_steps_opt->count() > 0;
+  bool time_flags = f.start_time_opt->count() > 0 || f.duration_opt->count() > 0;
+  if (step_flags && time_flags) {
+    return make_error(ErrorKind::usage,
+                      "--python-start-step/--python-num-steps and --python-start-time/--python-duration are mutually "
+                      "exclusive: give a step range or a time range");
+  }
+  if (!f.config_file.empty()) {
+    SPROF_TRY(window::PythonProfilingConfig config, window::read_profiler_config(f.config_file));
+    plan.config_file = f.config_file;
+    plan.enabled = config.enabled;
+    plan.disabled_reason = config.disabled_reason;
+    plan.window = config.window;
+    if (config.profiler) plan.profiler = *config.profiler;
+    if (config.timer) plan.timer = *config.timer;
+  }
+  // Flags on the command line win over the file.
+  if (step_flags || time_flags) {
+    auto optional_int = [](CLI::Option* o, int64_t v) { return o->count() > 0 ? std::optional<int64_t>(v) : std::nullopt; };
+    auto optional_double = [](CLI::Option* o, double v) { return o->count() > 0 ? std::optional<double>(v) : std::nullopt; };
+    std::string source = step_flags ? "--python-start-step/--python-num-steps" : "--python-start-time/--python-duration";
+    SPROF_TRY(plan.window, window::ProfilingWindow::make(optional_int(f.start_step_opt, f.start_step),
+                                                         optional_int(f.num_steps_opt, f.num_steps),
+                                                         optional_double(f.start_time_opt, f.start_time_s),
+                                                         optional_double(f.duration_opt, f.duration_s), source));
+    plan.enabled = true;
+  }
+  if (!f.profiler.empty()) plan.profiler = *window::parse_python_profiler(f.profiler);
+  if (!f.timer.empty()) plan.timer = *window::parse_cprofile_timer(f.timer);
+  if (!plan.enabled && !plan.disabled_reason.empty()) {
+    spdlog::warn("--profiler-config {}: python profiling is off because {}", plan.config_file, plan.disabled_reason);
+  }
+  return plan;
+}
+
+nlohmann::json plan_json(const PythonProfilingPlan& plan) {
+  nlohmann::json w = {{"kind", bootstrap::window_spec(plan.window)}, {"description", plan.window.describe()}};
+  if (plan.window.start_step) w["start_step"] = *plan.window.start_step;
+  if (plan.window.num_steps) w["num_steps"] = *plan.window.num_steps;
+  if (plan.window.start_time_s) w["start_time_s"] = *plan.window.start_time_s;
+  if (plan.window.duration_s) w["duration_s"] = *plan.window.duration_s;
+  nlohmann::json j = {{"enabled", plan.enabled},
+                      {"profiler", window::to_string(plan.profiler)},
+                      {"window", w}};
+  if (plan.profiler == window::PythonProfiler::cprofile) j["cprofile_timer"] = window::to_string(plan.timer);
+  if (!plan.config_file.empty()) j["profiler_config"] = plan.config_file;
+  if (!plan.disabled_reason.empty()) j["disabled_reason"] = plan.disabled_reason;
+  return j;
+}
+
+// Deterministic mode: the bootstrap's cProfile settings go into the target's environment; the
+// plan goes into the manifest ("python_profiling") for the stages that write stats afterwards.
+class PythonProfilingHook : public launch::RecordHooks {
+ public:
+  explicit PythonProfilingHook(PythonProfilingPlan plan) : plan_(std::move(plan)) {}
+  Status prepare_child(const std::filesystem::path& output_dir, launch::ChildSetup& setup) override {
+    if (plan_.enabled && plan_.profiler == window::PythonProfiler::cprofile) {
+      bootstrap::CprofileOptions options;
+      options.profile_dir = output_dir;
+      options.window = plan_.window;
+      options.timer = plan_.timer;
+      for (auto& variable : bootstrap::cprofile_environment(options)) setup.env.push_back(std::move(variable));
+    }
+    return {};
+  }
+  Status on_finish(const std::filesystem::path&, store::Manifest& manifest) override {
+    manifest.extra.emplace_back("python_profiling", plan_json(plan_).dump());
+    return {};
+  }
+
+ private:
+  PythonProfilingPlan plan_;
+};
+
+// The profiling window resolved per process once the step timeline is known, for the
+// per-interval stats written from the samples.
+struct SampledWindowState {
+  window::ProfilingWindow window;
+  std::map<int32_t, window::ResolvedWindow> resolved;  // by pid
+  int64_t realtime_minus_monotonic_ns = 0;
+
+  void set_timeline(const bootstrap::StepTimeline& timeline, const store::Manifest& manifest) {
+    realtime_minus_monotonic_ns = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
+    for (const auto& process : timeline.processes) {
+      resolved.emplace(process.pid, window::resolve(window, process, realtime_minus_monotonic_ns));
+    }
+  }
+  bool contains(const intervals::ProcessInterval& interval) const {
+    auto it = resolved.find(interval.pid);
+    // A process without markers has one whole-life interval, as smdebug's pre-step-zero one.
+    if (it == resolved.end()) return true;
+    return window::contains(it->second, interval.interval, realtime_minus_monotonic_ns);
+  }
+};
+
 }  // namespace
 
 void add_record(CLI::App& app, CommandList& commands) {
@@ -137,9 +287,11 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "off_cpu_time (idle)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
       ->capture_default_str();
+  auto python_flags = std::make_shared<PythonProfilingFlags>();
+  add_python_profiling_flags(sub, *python_flags);
   sub->add_option("command", flags->command, "The command to run, after --");
 
-  commands.push_back({sub, [flags]() -> Result<int> {
+  commands.push_back({sub, [flags, python_flags]() -> Result<int> {
     if (flags->command.empty() && flags->options.attach_pid == 0) {
       return make_error(ErrorKind::usage, "record needs a command after -- or --pid PID (see sprof record --help)");
     }
@@ -149,6 +301,18 @@ void add_record(CLI::App& app, CommandList& commands) {
     flags->options.command = flags->command;
     flags->options.blocking = flags->blocking;
     flags->options.output_dir = flags->output;
+
+    SPROF_TRY(PythonProfilingPlan python_plan, plan_python_profiling(*python_flags));
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile &&
+        flags->options.attach_pid != 0) {
+      return make_error(ErrorKind::usage,
+                        "--python-profiler cprofile needs a launched command: cProfile cannot be injected into --pid");
+    }
+    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile && flags->no_inject) {
+      return make_error(ErrorKind::usage,
+                        "--python-profiler cprofile runs cProfile through sprof's bootstrap, which --no-inject turns off");
+    }
+    PythonProfilingHook python_profiling(python_plan);
 
     StatusLine status;
     std::vector<launch::RecordHooks*> hooks;
@@ -171,6 +335,7 @@ void add_record(CLI::App& app, CommandList& commands) {
       system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
       hooks.push_back(system_metrics.get());
     }
+    hooks.push_back(&python_profiling);
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
     if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
       spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
@@ -181,11 +346,24 @@ void add_record(CLI::App& app, CommandList& commands) {
     hooks.push_back(&steps);
     // Per-interval stats directories from the closed sample logs and the step timeline; after
     // the step hook, whose on_finish completes markers.log.
+    // Only the intervals inside the profiling window get one; none in cprofile mode (cProfile
+    // writes them inside the target) or when --profiler-config turns python profiling off.
     intervals::WriteOptions stats_options;
     stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
+    auto window_state = std::make_shared<SampledWindowState>();
+    window_state->window = python_plan.window;
+    if (!python_plan.enabled || python_plan.profiler == window::PythonProfiler::cprofile) {
+      stats_options.include = [](const intervals::ProcessInterval&) { return false; };
+    } else if (python_plan.window.kind != window::ProfilingWindow::Kind::all) {
+      stats_options.include = [window_state](const intervals::ProcessInterval& interval) {
+        return window_state->contains(interval);
+      };
+    }
     intervals::IntervalStatsHook interval_stats(
-        stats_options, [](const std::filesystem::path& dir, const store::Manifest& manifest) {
-          return bootstrap::build_profile_timeline(dir, &manifest);
+        stats_options, [window_state](const std::filesystem::path& dir, const store::Manifest& manifest) {
+          auto timeline = bootstrap::build_profile_timeline(dir, &manifest);
+          if (timeline.ok()) window_state->set_timeline(*timeline, manifest);
+          return timeline;
         });
     hooks.push_back(&interval_stats);
     auto result = launch::record(flags->options, hooks);

@@ -241,7 +241,8 @@ class AnalyzeRecordedRun(TempDirTestCase):
         metrics = {m["metric"]: m for m in report["system"]["metrics"]}
         self.assertIn("process tree CPUUtilization", metrics)
         self.assertIn("process tree ResidentMemoryBytes", metrics)
-        self.assertGreater(metrics["process tree CPUUtilization"]["max"], 10)
+        # The script burns one core while it can get one; on a loaded 2-core machine that was ~20 %.
+        self.assertGreater(metrics["process tree CPUUtilization"]["max"], 5)
         cov = report["system"]["coverage"][0]
         self.assertLess(cov["first_s"] - job["start_us"] / 1e6, 1.0)
         self.assertLess(job["end_us"] / 1e6 - cov["last_s"], 2.0)

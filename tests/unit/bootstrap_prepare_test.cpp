@@ -78,7 +78,7 @@ TEST_CASE("the embedded Python files are the sources", "[bootstrap]") {
 
 TEST_CASE("prepare writes the files and names the pipe in the environment", "[bootstrap]") {
   TempDir tmp;
-  auto env = prepare(tmp.path / "boot", PrepareOptions{false, std::string("/a:/b")});
+  auto env = prepare(tmp.path / "boot", PrepareOptions{false, std::string("/a:/b"), std::nullopt});
   REQUIRE(env.ok());
   for (const EmbeddedFile& file : python_files()) {
     CHECK(read_file(env->python_dir / std::string(file.path)) == file.content);
@@ -96,7 +96,7 @@ TEST_CASE("prepare writes the files and names the pipe in the environment", "[bo
   CHECK((fcntl(env->channel.read_fd(), F_GETFL) & O_NONBLOCK) != 0);
 
   // An empty inherited PYTHONPATH must not turn into a trailing ':' (the current directory).
-  auto bare = prepare(tmp.path / "boot2", PrepareOptions{true, std::string()});
+  auto bare = prepare(tmp.path / "boot2", PrepareOptions{true, std::string(), std::nullopt});
   REQUIRE(bare.ok());
   CHECK(variable(*bare, "PYTHONPATH") == (tmp.path / "boot2").string());
 
@@ -123,7 +123,7 @@ TEST_CASE("markers from a real interpreter reach the parser and the timeline", "
     return;
   }
   TempDir tmp;
-  auto prepared = prepare(tmp.path / "boot", PrepareOptions{false, std::string()});
+  auto prepared = prepare(tmp.path / "boot", PrepareOptions{false, std::string(), std::nullopt});
   REQUIRE(prepared.ok());
   BootstrapEnv& env = *prepared;
   extern char** environ;

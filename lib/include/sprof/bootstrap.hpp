@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sprof/markers.hpp"
+#include "sprof/profiling_window.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::bootstrap {
@@ -30,6 +31,12 @@ inline constexpr const char* kEnvMarkerFd = "SPROF_MARKER_FD";        // inherit
 inline constexpr const char* kEnvMarkerInode = "SPROF_MARKER_INODE";  // that pipe's inode
 inline constexpr const char* kEnvMarkerPath = "SPROF_MARKER_PATH";    // /proc/<recorder>/fd/<n>
 inline constexpr const char* kEnvTorch = "SPROF_TORCH";               // "0": no PyTorch hooks
+// Deterministic mode (--python-profiler cprofile), see CprofileOptions.
+inline constexpr const char* kEnvPythonProfiler = "SPROF_PYTHON_PROFILER";  // "cprofile"
+inline constexpr const char* kEnvProfileDir = "SPROF_PROFILE_DIR";          // absolute profile directory
+inline constexpr const char* kEnvNodeHost = "SPROF_NODE_HOST";              // node id = "<pid>-<host>"
+inline constexpr const char* kEnvCprofileTimer = "SPROF_CPROFILE_TIMER";    // total_time|cpu_time|off_cpu_time|default
+inline constexpr const char* kEnvWindow = "SPROF_WINDOW";                   // window_spec()
 
 struct EmbeddedFile {
   std::string_view path;     // relative, '/'-separated: "sitecustomize.py", "sprof/__init__.py"
@@ -86,10 +93,29 @@ class MarkerChannel {
   MarkerParser parser_;
 };
 
+// Deterministic mode: the bootstrap runs cProfile in the target within `window` and writes
+// <profile_dir>/framework/<pytorch|python>/cprofile/<pid>-<host>/<stats dir>/python_stats.
+struct CprofileOptions {
+  std::filesystem::path profile_dir;  // made absolute by cprofile_environment()
+  window::ProfilingWindow window;     // default: every interval
+  window::CprofileTimer timer = window::CprofileTimer::total_time;
+  std::string node_host;              // empty: this host as `record` names it in node ids
+};
+
+// The SPROF_WINDOW text: "all", "boundaries", "steps <start> <num>" or "time <start> <duration>",
+// "-" for a missing value, times as %.17g Unix seconds.
+std::string window_spec(const window::ProfilingWindow& window);
+
+// The variables that turn deterministic mode on (SPROF_PYTHON_PROFILER ... SPROF_WINDOW). A
+// recorder that calls prepare() passes CprofileOptions instead; one that sets up the target's
+// environment on its own adds these.
+std::vector<std::pair<std::string, std::string>> cprofile_environment(const CprofileOptions& options);
+
 struct PrepareOptions {
   bool torch = true;  // automatic PyTorch detection (SPROF_TORCH)
   // The PYTHONPATH the target would have had; nullopt: this process's own PYTHONPATH.
   std::optional<std::string> pythonpath;
+  std::optional<CprofileOptions> cprofile;  // deterministic mode; nullopt: off
 };
 
 struct BootstrapEnv {

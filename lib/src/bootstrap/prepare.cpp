@@ -8,6 +8,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "launch/proc.hpp"
 #include "sprof/bootstrap.hpp"
 
 namespace sprof::bootstrap {
@@ -58,6 +59,31 @@ std::vector<std::string> BootstrapEnv::environment(char* const* base) const {
   return out;
 }
 
+std::string window_spec(const window::ProfilingWindow& w) {
+  auto integer = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  auto real = [](const std::optional<double>& v) { return v ? fmt::format("{:.17g}", *v) : std::string("-"); };
+  switch (w.kind) {
+    case window::ProfilingWindow::Kind::all: return "all";
+    case window::ProfilingWindow::Kind::boundaries: return "boundaries";
+    case window::ProfilingWindow::Kind::steps: return fmt::format("steps {} {}", integer(w.start_step), integer(w.num_steps));
+    case window::ProfilingWindow::Kind::time: return fmt::format("time {} {}", real(w.start_time_s), real(w.duration_s));
+  }
+  return "all";
+}
+
+std::vector<std::pair<std::string, std::string>> cprofile_environment(const CprofileOptions& options) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(options.profile_dir, ec);
+  if (ec) dir = options.profile_dir;
+  return {
+      {kEnvPythonProfiler, "cprofile"},
+      {kEnvProfileDir, dir.lexically_normal().string()},
+      {kEnvNodeHost, options.node_host.empty() ? launch::node_host() : options.node_host},
+      {kEnvCprofileTimer, window::to_string(options.timer)},
+      {kEnvWindow, window_spec(options.window)},
+  };
+}
+
 Result<BootstrapEnv> prepare(const fs::path& dir, const PrepareOptions& options) {
   std::error_code ec;
   fs::path absolute = fs::absolute(dir, ec);
@@ -89,6 +115,9 @@ Result<BootstrapEnv> prepare(const fs::path& dir, const PrepareOptions& options)
       {kEnvMarkerPath, env.channel.proc_path()},
       {kEnvTorch, options.torch ? "1" : "0"},
   };
+  if (options.cprofile) {
+    for (auto& variable : cprofile_environment(*options.cprofile)) env.variables.push_back(std::move(variable));
+  }
   return env;
 }
 

@@ -7,6 +7,8 @@ Environment (set by `sprof record`, see docs/markers.md):
   SPROF_MARKER_PATH   /proc/<recorder pid>/fd/<n>: the same pipe, for processes that did not
                       inherit the fd (subprocess.Popen closes fds by default, spawn workers)
   SPROF_TORCH         "0" turns automatic PyTorch detection off
+  SPROF_PYTHON_PROFILER, SPROF_PROFILE_DIR, SPROF_NODE_HOST, SPROF_CPROFILE_TIMER, SPROF_WINDOW
+                      deterministic mode (_cprofile.py)
 """
 import atexit
 import os
@@ -45,6 +47,17 @@ def activate():
         except Exception as e:
             ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s"
                          % (type(e).__name__, e))
+    if env.get("SPROF_PYTHON_PROFILER", "") == "cprofile":
+        # Last: pre-step-zero profiling starts here.
+        try:
+            from . import _cprofile
+            problem = _cprofile.activate(env, ch.mono())
+            if problem is not None:
+                ch.warn_once("cprofile", "cProfile mode disabled: %s" % problem)
+            elif _cprofile.enabled:
+                _impl.cprof = _cprofile
+        except Exception as e:
+            ch.warn_once("cprofile", "cProfile mode disabled: %s: %s" % (type(e).__name__, e))
 
 
 def _torch_imported(torch, late=False):
@@ -105,6 +118,9 @@ def _at_exit():
         _impl.close(b"exit")
     except Exception:
         pass
+    cprof = _impl.cprof
+    if cprof is not None:
+        cprof.finish(ch.mono())
 
 
 def _after_fork_in_child():
@@ -118,5 +134,7 @@ def _after_fork_in_child():
             torch_hooks.after_fork_in_child()
         if _impl.active:
             _impl.hello(b"fork")
+        if _impl.cprof is not None:
+            _impl.cprof.after_fork_in_child(ch.mono())
     except Exception:
         pass

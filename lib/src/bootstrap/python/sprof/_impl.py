@@ -13,6 +13,7 @@ from . import _channel as ch
 
 TRAIN, EVAL, PREDICT, GLOBAL = 1, 2, 3, 4
 MODE_NAMES = {TRAIN: b"train", EVAL: b"eval", PREDICT: b"predict", GLOBAL: b"global"}
+MODE_TEXT = {TRAIN: "train", EVAL: "eval", PREDICT: "predict", GLOBAL: "global"}
 SCOPES = {"global": b"g", "process": b"p", "thread": b"t", "g": b"g", "p": b"p", "t": b"t"}
 
 active = False     # the channel is open and close() has not run
@@ -25,6 +26,7 @@ open_step = -1
 open_global = -1
 forward_done = False
 paused = False
+cprof = None       # sprof._cprofile in deterministic mode (--python-profiler cprofile)
 
 mono = ch.mono
 who = ch.who
@@ -79,6 +81,8 @@ def begin_step(m, step=None, t=None):
     global_step += 1
     open_mode, open_step, open_global, forward_done = m, n, global_step, False
     send(b"sb %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], n, global_step))
+    if cprof is not None:
+        cprof.step_begin(MODE_TEXT[m], global_step, t)
 
 
 def end_step(t=None):
@@ -89,6 +93,8 @@ def end_step(t=None):
         t = mono()
     m, open_mode = open_mode, 0
     send(b"se %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], open_step, open_global))
+    if cprof is not None:
+        cprof.step_end(MODE_TEXT[m], open_global, t)
 
 
 def forward_pass_end(t=None):
@@ -143,6 +149,8 @@ def close(reason):
     t = mono()
     end_step(t)
     active = False
+    if cprof is not None:
+        cprof.close(t)
     send(b"close %d %s %s\n" % (t, who(), reason))
 
 
