@@ -148,9 +148,15 @@ class RecordedTorchRules(TempDirTestCase):
         train = next(m for m in report["steps"]["modes"] if m["mode"] == "TRAIN")
         self.assertEqual(train["count"], len(steps))
         self.assertEqual(sorted(train["outlier_steps"], key=int), sorted(slow, key=int))
+        # Its slowest steps are the three longest in the trace (normally the sleeping ones; on a loaded
+        # machine another step can be starved longer), flagged as outliers by the same definition.
+        mean = sum(all_durations) / len(all_durations)
+        threshold = mean + 3 * math.sqrt(sum((d - mean) ** 2 for d in all_durations) / len(all_durations))
+        longest = sorted(steps, key=lambda e: e[2] - e[3])[:3]
         slowest = report["steps"]["slowest"]
-        self.assertEqual({s["step"] for s in slowest}, set(map(str, SLEEP_STEPS)))
-        self.assertTrue(all(s["outlier"] and s["seconds"] >= STEP_SLEEP_S for s in slowest))
+        self.assertEqual([s["seconds"] for s in slowest], [(e[3] - e[2]) / 1e6 for e in longest])
+        self.assertEqual([s["outlier"] for s in slowest], [(e[3] - e[2]) / 1e6 > threshold for e in longest])
+        self.assertGreaterEqual(slowest[-1]["seconds"], STEP_SLEEP_S)
         self.assertEqual([p["phase"] for p in report["phases"]["phases"]],
                          ["initialization", "training_loop", "finalization"])
         self.assertEqual({r["rule"]: r["status"] for r in report["rules"]},

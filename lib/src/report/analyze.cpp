@@ -10,6 +10,7 @@
 #include "report/analyze_parts.hpp"
 #include "report/window_functions.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/step_timeline.hpp"
 #include "sprof/system_metrics.hpp"
 #include "sprof/trace_events.hpp"
 
@@ -91,6 +92,32 @@ void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
   }
 }
 
+// Steps of a profile whose trace was never written (a recording cut short before its end), from the
+// persisted markers: the same steps record would have written as Step:ModeKeys events.
+Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const store::Manifest& manifest) {
+  SPROF_TRY(auto timeline, bootstrap::read_step_timeline(dir));
+  std::vector<StepRecord> steps;
+  for (const auto& p : timeline.processes) {
+    std::string node = std::to_string(p.pid);
+    for (const auto& mp : manifest.processes) {
+      if (mp.pid == p.pid && !mp.node_id.empty()) node = store::normalize_node_id(mp.node_id);
+    }
+    for (const auto& s : p.steps) {
+      StepRecord r;
+      r.node = node;
+      r.mode = bootstrap::mode_key_name(s.mode);
+      r.step = std::to_string(s.step);
+      r.pid = p.pid;
+      r.start_us = manifest.to_epoch_us(s.begin_ns);
+      r.end_us = manifest.to_epoch_us(s.end_ns);
+      steps.push_back(std::move(r));
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const StepRecord& a, const StepRecord& b) { return a.start_us < b.start_us; });
+  return steps;
+}
+
 }  // namespace
 
 Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
@@ -121,6 +148,12 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   // Steps and phases.
   report.outlier_stddev = outlier_stddev(options.rules);
   std::vector<StepRecord> steps = collect_steps(trace.events);
+  const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
+  if (steps.empty() && manifest != nullptr && fs::exists(dir / "markers" / "markers.log", ec)) {
+    SPROF_TRY(auto from_markers, steps_from_markers(dir, *manifest));
+    steps = std::move(from_markers);
+    if (!steps.empty()) report.warnings.push_back("steps read from markers/markers.log (no step trace in framework/pevents)");
+  }
   report.step_stats = step_statistics(steps, report.outlier_stddev);
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
   if (steps.empty()) {
@@ -131,7 +164,6 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   }
 
   // Functions, from the raw samples.
-  const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
   uint64_t sample_count = 0;
   if (samples) {
     for (const auto& p : samples->processes) sample_count += p.log.sample_count();
