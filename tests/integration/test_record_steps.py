@@ -214,7 +214,7 @@ class ApiStepsTest(StepsTestCase):
         proc = run_sprof("record", "--no-inject", "-o", out, "--", DEBIAN_PYTHON, script, check=0)
         self.assertIn("fd None", proc.stdout)
         self.assertFalse(os.path.exists(os.path.join(out, "markers")))
-        # No step timeline; the per-interval stats (framework/python/...) hold one whole-life interval.
+        # No step trace; the samples still get their one whole-life stats directory.
         self.assertFalse(os.path.exists(os.path.join(out, "framework", "pevents")))
         m = manifest(out)
         self.assertFalse(m["steps"]["injected"])
