@@ -182,3 +182,15 @@ TEST_CASE("pids are separated and arrival order does not matter", "[timeline]") 
   CHECK(worker.dataloader_worker->end_ns == 46);
   CHECK_FALSE(shuffled.find(3));
 }
+
+TEST_CASE("a step stamped before its process's hello still starts after the process", "[timeline]") {
+  // Found by fuzz_markers: the pre-step-zero interval ran from the hello (100) back to the step (0).
+  auto timeline = build_step_timeline(markers(
+      "hello 100 7 7 1 1 start 3.11.2 /py\n"
+      "sb 0 7 7 eval 0 1\n"
+      "se 50 7 7 eval 0 1\n"
+      "close 200 7 7 exit\n"));
+  const ProcessTimeline& p = timeline.processes.at(0);
+  CHECK(p.start_ns == 0);
+  for (const Interval& i : p.intervals) CHECK(i.start.t_ns <= i.end.t_ns);
+}

@@ -23,7 +23,10 @@ class ProcessBuilder {
 
   ProcessTimeline finish(std::optional<int64_t> exit_ns) && {
     p_.end_ns = std::max(last_t_, exit_ns.value_or(last_t_));
-    if (!have_hello_) p_.start_ns = first_t_;
+    // Markers are added in time order, so first_t_ is the earliest; a hello stamped after
+    // another marker of its process (clock read before the hello was written) must not start
+    // the process after its first step.
+    p_.start_ns = have_hello_ ? std::min(p_.start_ns, first_t_) : first_t_;
     if (open_) end_step(p_.end_ns, false);
     if (pause_begin_) p_.paused.push_back({*pause_begin_, p_.end_ns});
     build_intervals();
