@@ -242,7 +242,9 @@ Result<PythonProfilingConfig> parse_profiler_config(std::string_view text, const
   static const char* const kKnown[] = {"startstep",         "numsteps",     "starttimeinsecsinceepoch",
                                        "starttimeinsecunixepoch", "durationinseconds", "duration",
                                        "profilername",      "cprofiletimer"};
-  for (const auto& [key, value] : python.items()) {
+  for (const auto& item : python.items()) {
+    // A named copy, not a structured binding: clang 14 cannot capture those in a lambda.
+    const std::string& key = item.key();
     if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return key == k; }) ==
         std::end(kKnown)) {
       spdlog::warn("{}: ignoring unknown key {}", where, key);
