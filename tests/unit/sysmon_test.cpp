@@ -73,6 +73,11 @@ TEST_CASE("process tree CPU from /proc/<pid>/stat", "[sysmon]") {
   CHECK(parsed->pid == 42);
   CHECK(parsed->ppid == 7);
   CHECK(parsed->cpu_ticks == 120);
+  CHECK(parsed->child_ticks == 0);
+  auto reaper = parse_pid_stat("7 (sh) S 1 1 1 0 -1 0 0 0 0 0 10 2 300 40 20 0 1 0 9 1000 5 0");
+  REQUIRE(reaper);
+  CHECK(reaper->cpu_ticks == 12);
+  CHECK(reaper->child_ticks == 340);
   CHECK(parsed->start_time == 555);
   CHECK(parsed->rss_pages == 300);
 
@@ -86,8 +91,16 @@ TEST_CASE("process tree CPU from /proc/<pid>/stat", "[sysmon]") {
   all[0].cpu_ticks += 5;
   all[1].cpu_ticks += 7;
   all.push_back(*parse_pid_stat(stat(14, 10, 4, 0, 9, 10)));  // a new worker: all its 4 ticks count
-  all.erase(all.begin() + 2);                                  // 12 exited
-  CHECK(counter.update(process_tree(all, 10)) == 5 + 7 + 4);
+  all.erase(all.begin() + 2);  // 12 used 3 more ticks, exited and was reaped by 11
+  all[1].child_ticks += 20 + 3;
+  CHECK(counter.update(process_tree(all, 10)) == 5 + 7 + 4 + 3);
+
+  // A child that started and was reaped between two ticks is never seen; its time is in cutime.
+  all[0].child_ticks += 9;
+  CHECK(counter.update(process_tree(all, 10)) == 9);
+  // A member that left without its parent's cutime growing (reaped outside the tree) takes nothing.
+  all.erase(all.begin() + 1);
+  CHECK(counter.update(process_tree(all, 10)) == 0);
 }
 
 TEST_CASE("intervals are smdebug's", "[sysmon]") {

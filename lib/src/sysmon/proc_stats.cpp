@@ -113,12 +113,14 @@ std::optional<PidStat> parse_pid_stat(std::string_view text) {
   if (close == std::string_view::npos) return std::nullopt;
   auto head = fields(text.substr(0, text.find('(')));
   auto f = fields(text.substr(close + 1));
-  // After comm: state(0) ppid(1) ... utime(11) stime(12) ... starttime(19) vsize(20) rss(21)
+  // After comm: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14) ... starttime(19)
+  // vsize(20) rss(21)
   if (head.empty() || f.size() < 22) return std::nullopt;
   PidStat s;
   s.pid = number<pid_t>(head[0]);
   s.ppid = number<pid_t>(f[1]);
   s.cpu_ticks = number<uint64_t>(f[11]) + number<uint64_t>(f[12]);
+  s.child_ticks = number<uint64_t>(f[13]) + number<uint64_t>(f[14]);
   s.start_time = number<uint64_t>(f[19]);
   s.rss_pages = number<int64_t>(f[21]);
   return s;
@@ -145,21 +147,29 @@ std::vector<const PidStat*> process_tree(const std::vector<PidStat>& all, pid_t 
 }
 
 uint64_t TreeCpuCounter::update(const std::vector<const PidStat*>& tree) {
-  uint64_t used = 0;
+  uint64_t gained = 0;
   std::unordered_map<pid_t, Seen> now;
   now.reserve(tree.size());
   for (const PidStat* s : tree) {
-    now[s->pid] = Seen{s->start_time, s->cpu_ticks};
+    uint64_t total = s->cpu_ticks + s->child_ticks;
+    now[s->pid] = Seen{s->start_time, total};
     auto it = last_.find(s->pid);
     if (it != last_.end() && it->second.start_time == s->start_time) {
-      if (s->cpu_ticks > it->second.cpu_ticks) used += s->cpu_ticks - it->second.cpu_ticks;
+      if (total > it->second.total) gained += total - it->second.total;
     } else if (!first_) {
-      used += s->cpu_ticks;
+      gained += total;
     }
+  }
+  // Members that are gone were reaped, and their parent's cutime grew by their whole time.
+  uint64_t counted_before = 0;
+  for (const auto& [pid, seen] : last_) {
+    auto it = now.find(pid);
+    if (it == now.end() || it->second.start_time != seen.start_time) counted_before += seen.total;
   }
   last_ = std::move(now);
   first_ = false;
-  return used;
+  // A member reaped by a process outside the tree (reparented to init) took its time elsewhere.
+  return gained > counted_before ? gained - counted_before : 0;
 }
 
 }  // namespace sprof::sysmon

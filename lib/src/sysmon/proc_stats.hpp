@@ -48,6 +48,7 @@ struct PidStat {
   pid_t pid = 0;
   pid_t ppid = 0;
   uint64_t cpu_ticks = 0;   // utime + stime
+  uint64_t child_ticks = 0; // cutime + cstime: children it has waited for
   uint64_t start_time = 0;  // clock ticks after boot; tells a reused pid apart
   int64_t rss_pages = 0;
 };
@@ -56,9 +57,12 @@ std::optional<PidStat> parse_pid_stat(std::string_view text);
 // The root and its descendants (by ppid) among `all`.
 std::vector<const PidStat*> process_tree(const std::vector<PidStat>& all, pid_t root);
 
-// CPU time of a process tree between two samples. A process seen for the first time contributes all
-// its CPU time (it started since the last tick, or just joined the tree); one that exited contributes
-// nothing for its last partial interval.
+// CPU time of a process tree between two samples, counted as the kernel does for os.times(): each
+// member's own time plus that of the children it has waited for. A process seen for the first time
+// contributes all of that (it started since the last tick, or just joined the tree). A child that
+// lived and was reaped between two ticks is never seen, but its time arrives in its parent's
+// cutime; one that was seen and then reaped has its time already counted, so what it had at its last
+// sighting is taken back from the parent's increase.
 class TreeCpuCounter {
  public:
   // Returns the CPU ticks the tree used since the previous call.
@@ -67,7 +71,7 @@ class TreeCpuCounter {
  private:
   struct Seen {
     uint64_t start_time;
-    uint64_t cpu_ticks;
+    uint64_t total;  // cpu_ticks + child_ticks
   };
   std::unordered_map<pid_t, Seen> last_;
   bool first_ = true;

@@ -12,9 +12,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <cstdlib>
 #include <mutex>
 #include <regex>
 #include <thread>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -125,7 +127,8 @@ struct SystemMonitor::Impl {
   int64_t stopped_ns = 0;
 
   std::string buffer;
-  std::vector<PidStat> pids;     // all processes at the last full scan
+  std::vector<PidStat> pids;     // the processes read at the last tick (all of them at a full scan)
+  std::unordered_set<pid_t> listed_pids;  // the pids in /proc at the last tick
   std::vector<PidStat> members;  // the tree's processes, refreshed every tick
   pid_t scanned_root = 0;
   int64_t last_scan_ms = 0;
@@ -164,28 +167,17 @@ struct SystemMonitor::Impl {
     return true;
   }
 
-  // The process tree of `root`. Finding descendants means reading every process's stat file, which
-  // dominates the monitor's cost, so the full scan runs at most every kRescanMs; in between only the
-  // known members are re-read (a new child is picked up, with all its CPU time, at the next scan).
+  // The process tree of `root`. Reading every process's stat file dominates the monitor's cost, so
+  // that full scan runs at most every kRescanMs; in between the known members are re-read and only
+  // pids that were not in /proc at the previous tick are looked at, which finds a new child within a
+  // tick (this kernel may lack /proc/<pid>/task/<tid>/children, so it cannot be asked directly).
   static constexpr int64_t kRescanMs = 2000;
   std::vector<const PidStat*> read_tree(pid_t root) {
     if (proc_dir == nullptr) return {};
     int dir_fd = dirfd(proc_dir);
     int64_t now_ms = monotonic_ns() / 1000000;
-    if (root != scanned_root || now_ms - last_scan_ms >= kRescanMs) {
-      scanned_root = root;
-      last_scan_ms = now_ms;
-      pids.clear();
-      rewinddir(proc_dir);
-      PidStat stat;
-      while (dirent* entry = readdir(proc_dir)) {
-        if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-        if (read_pid(dir_fd, entry->d_name, stat)) pids.push_back(stat);
-      }
-      auto tree = process_tree(pids, root);
-      members.clear();
-      for (const PidStat* p : tree) members.push_back(*p);
-    } else {
+    bool full = root != scanned_root || now_ms - last_scan_ms >= kRescanMs;
+    if (!full) {
       std::vector<PidStat> alive;
       PidStat stat;
       for (const PidStat& m : members) {
@@ -194,6 +186,36 @@ struct SystemMonitor::Impl {
         }
       }
       members = std::move(alive);
+    }
+    pids.clear();
+    std::unordered_set<pid_t> listed;
+    rewinddir(proc_dir);
+    PidStat stat;
+    while (dirent* entry = readdir(proc_dir)) {
+      if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+      pid_t pid = static_cast<pid_t>(std::strtol(entry->d_name, nullptr, 10));
+      listed.insert(pid);
+      if ((full || !listed_pids.contains(pid)) && read_pid(dir_fd, entry->d_name, stat)) pids.push_back(stat);
+    }
+    listed_pids = std::move(listed);
+    if (full) {
+      scanned_root = root;
+      last_scan_ms = now_ms;
+      members.clear();
+      for (const PidStat* p : process_tree(pids, root)) members.push_back(*p);
+    } else {
+      // New pids whose parent is a member (or another new pid that is), in any order of listing.
+      std::unordered_set<pid_t> in_tree;
+      for (const PidStat& m : members) in_tree.insert(m.pid);
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (const PidStat& p : pids) {
+          if (in_tree.contains(p.ppid) && in_tree.insert(p.pid).second) {
+            members.push_back(p);
+            grew = true;
+          }
+        }
+      }
     }
     std::vector<const PidStat*> tree;
     for (const PidStat& m : members) tree.push_back(&m);
