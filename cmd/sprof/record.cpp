@@ -258,7 +258,8 @@ void add_record(CLI::App& app, CommandList& commands) {
   sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");
   sub->add_option("--step-fn", flags->steps.step_functions,
                   "Infer steps from the samples: one step per call of this function (qualified name) on the main "
-                  "thread; repeatable. For targets without the bootstrap (--pid, --no-inject)")
+                  "thread (or the thread that runs it, if the main thread never does); repeatable. For targets "
+                  "without the bootstrap (--pid, --no-inject)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto python_flags = std::make_shared<PythonProfilingFlags>();

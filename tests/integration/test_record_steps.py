@@ -257,6 +257,20 @@ STEP_FN_LOOP = """
     main()
 """
 
+# The same loop on a worker thread while the main thread only waits; a decoy thread makes one call
+# first, so the step thread is the one that runs the step function most, not the first to run it.
+STEP_FN_THREADED = STEP_FN_LOOP.replace("""
+    main()
+""", """
+    import threading
+    decoy = threading.Thread(target=Trainer().train_step, args=(-1,), name="decoy")
+    decoy.start()
+    decoy.join()
+    worker = threading.Thread(target=main, name="trainer")
+    worker.start()
+    worker.join()
+""")
+
 
 class StepFnTest(StepsTestCase):
     def check_inferred(self, out, log, pid, n):
@@ -298,6 +312,17 @@ class StepFnTest(StepsTestCase):
         self.assertIn("steps: 6 train (python, from step-fn)", proc.stderr)
         self.assertFalse(os.path.exists(os.path.join(out, "markers", "markers.log")))
         self.check_inferred(out, log, manifest(out)["target_pid"], 6)
+
+    def test_step_fn_on_a_worker_thread(self):
+        self.assertNotEqual(STEP_FN_THREADED, STEP_FN_LOOP)
+        script = self.write("threaded.py", STEP_FN_THREADED)
+        out = os.path.join(self.tmp, "p")
+        log = os.path.join(self.tmp, "steps.jsonl")
+        proc = run_sprof("record", "--no-inject", "--rate", "200", "--step-fn", "Trainer.train_step", "-o", out,
+                         "--", DEBIAN_PYTHON, script, log, "5", check=0)
+        self.assertIn("steps: 5 train (python, from step-fn)", proc.stderr)
+        self.assertRegex(proc.stderr, r"main thread never ran the step function; steps taken from thread \d+ \(trainer\)")
+        self.check_inferred(out, log, manifest(out)["target_pid"], 5)
 
     def test_step_fn_attached(self):
         script = self.write("loop.py", STEP_FN_LOOP)

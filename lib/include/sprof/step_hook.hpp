@@ -94,7 +94,7 @@ Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesyste
                                                             const store::Manifest& manifest,
                                                             const StepTimeline& timeline);
 
-// --step-fn: steps inferred from the sampled stacks of each process's main thread (see
+// --step-fn: steps inferred from the sampled stacks of each process's step thread (see
 // step_inference.cpp), as marker lines (docs/markers.md) ready for markers/step_fn.log. `known`
 // is the bootstrap's timeline: its modes are used, and processes with their own steps are skipped.
 struct InferredSteps {

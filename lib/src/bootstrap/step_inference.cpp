@@ -1,7 +1,8 @@
 // --step-fn: training steps inferred from the sampled stacks where no bootstrap could report them.
 //
-// A step is a maximal run of consecutive samples of a process's main thread whose stack contains
-// a frame of one of the step functions; the run ends at the first sample outside them. The step
+// A step is a maximal run of consecutive samples of one thread whose stack contains a frame of one
+// of the step functions (the main thread, or where it never runs one, the thread that runs them
+// most: a process has one step sequence); the run ends at the first sample outside them. The step
 // begins at the run's first sample and ends at the first sample after it (or the run's last sample
 // when the process ends inside it), so each boundary lies up to one sample interval after the
 // true one, and two calls with no sample between them (a gap shorter than the sample interval)
@@ -70,8 +71,16 @@ struct Run {
   int64_t end_ns = 0;      // the first sample after the run (the last one's time at the end)
 };
 
-std::vector<Run> runs_of(const store::SampleLog& log, uint32_t thread, const std::vector<std::string>& step_functions,
-                         bool& seen) {
+// The runs of every thread of one log, and how many of its samples were inside a step function.
+struct ThreadRuns {
+  std::vector<Run> runs;
+  uint64_t inside = 0;
+  bool in_run = false;
+  Run run;
+  int64_t previous = 0;
+};
+
+std::vector<ThreadRuns> runs_of(const store::SampleLog& log, const std::vector<std::string>& step_functions) {
   // Per function and per stack id: does it (or, for stacks, any of its frames) match?
   std::vector<char> function_match(log.functions().size(), 0);
   for (size_t i = 0; i < log.functions().size(); ++i) {
@@ -82,8 +91,9 @@ std::vector<Run> runs_of(const store::SampleLog& log, uint32_t thread, const std
   const auto& nodes = log.stack_nodes();
   std::vector<signed char> stack_match(nodes.size(), -1);
   if (!stack_match.empty()) stack_match[0] = 0;
+  std::vector<uint32_t> path;
   auto matches = [&](uint32_t id) {
-    std::vector<uint32_t> path;
+    path.clear();
     while (id < nodes.size() && stack_match[id] < 0) {
       path.push_back(id);
       id = nodes[id].parent;
@@ -99,33 +109,45 @@ std::vector<Run> runs_of(const store::SampleLog& log, uint32_t thread, const std
     return value != 0;
   };
 
-  std::vector<Run> runs;
-  bool in_run = false;
-  Run run;
-  int64_t previous = 0;
+  std::vector<ThreadRuns> threads(log.threads().size());
   log.for_each_sample([&](const store::SampleRecord& s) {
-    if (s.thread != thread) return;
-    bool inside = matches(s.stack);
-    if (inside) {
-      seen = true;
-      if (!in_run) {
-        in_run = true;
-        run.before_ns = previous;
-        run.begin_ns = s.time_ns;
+    if (s.thread >= threads.size()) return;
+    ThreadRuns& t = threads[s.thread];
+    if (matches(s.stack)) {
+      ++t.inside;
+      if (!t.in_run) {
+        t.in_run = true;
+        t.run.before_ns = t.previous;
+        t.run.begin_ns = s.time_ns;
       }
-      run.last_in_ns = s.time_ns;
-    } else if (in_run) {
-      run.end_ns = s.time_ns;
-      runs.push_back(run);
-      in_run = false;
+      t.run.last_in_ns = s.time_ns;
+    } else if (t.in_run) {
+      t.run.end_ns = s.time_ns;
+      t.runs.push_back(t.run);
+      t.in_run = false;
     }
-    previous = s.time_ns;
+    t.previous = s.time_ns;
   });
-  if (in_run) {
-    run.end_ns = run.last_in_ns;
-    runs.push_back(run);
+  for (ThreadRuns& t : threads) {
+    if (t.in_run) {
+      t.run.end_ns = t.run.last_in_ns;
+      t.runs.push_back(t.run);
+    }
   }
-  return runs;
+  return threads;
+}
+
+// The thread that drives a process's steps: its main thread when that ever ran a step function
+// (the usual training loop), else the thread with the most samples inside one (a loop run on a
+// worker thread); -1 when none did. A process has one step sequence (docs/markers.md).
+int step_thread_of(const store::SampleLog& log, int32_t pid, const std::vector<ThreadRuns>& threads) {
+  int main = main_thread_of(log, pid);
+  if (main >= 0 && static_cast<size_t>(main) < threads.size() && threads[main].inside > 0) return main;
+  int best = -1;
+  for (size_t i = 0; i < threads.size(); ++i) {
+    if (threads[i].inside > 0 && (best < 0 || threads[i].inside > threads[best].inside)) best = static_cast<int>(i);
+  }
+  return best;
 }
 
 Mode mode_at(const ProcessTimeline* known, int64_t t_ns) {
@@ -154,12 +176,16 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
       out.notes.push_back(fmt::format("pid {}: left to the {} steps its bootstrap reported", pid, k->steps.size()));
       continue;
     }
-    int thread = main_thread_of(log, pid);
+    std::vector<ThreadRuns> threads = runs_of(log, step_functions);
+    int thread = step_thread_of(log, pid, threads);
     if (thread < 0) continue;
-    bool seen = false;
-    std::vector<Run> runs = runs_of(log, static_cast<uint32_t>(thread), step_functions, seen);
-    seen_any = seen_any || seen;
-    if (runs.empty()) continue;
+    seen_any = true;
+    const std::vector<Run>& runs = threads[thread].runs;
+    if (thread != main_thread_of(log, pid)) {
+      const store::LogThread& t = log.threads()[thread];
+      out.notes.push_back(fmt::format("pid {}: its main thread never ran the step function; steps taken from thread "
+                                      "{}{}", pid, t.native_tid, t.name.empty() ? "" : " (" + t.name + ")"));
+    }
 
     const int32_t tid = log.threads()[thread].native_tid != 0 ? log.threads()[thread].native_tid : pid;
     if (k == nullptr) {
@@ -186,7 +212,7 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
   if (!seen_any) {
     std::string names;
     for (const auto& q : step_functions) names += (names.empty() ? "" : ", ") + q;
-    out.notes.push_back(fmt::format("no sample of a main thread was inside {}: no steps inferred", names));
+    out.notes.push_back(fmt::format("no sample of any thread was inside {}: no steps inferred", names));
   }
   return out;
 }
