@@ -18,6 +18,7 @@
 #include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/profiling_window.hpp"
+#include "window_flags.hpp"
 #include "sprof/record.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
@@ -107,14 +108,7 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
 struct PythonProfilingFlags {
   std::string profiler;  // "" = sampling unless --profiler-config names one
   std::string timer;     // "" = the config's cProfileTimer, else total_time
-  int64_t start_step = 0;
-  int64_t num_steps = 0;
-  double start_time_s = 0;
-  double duration_s = 0;
-  CLI::Option* start_step_opt = nullptr;
-  CLI::Option* num_steps_opt = nullptr;
-  CLI::Option* start_time_opt = nullptr;
-  CLI::Option* duration_opt = nullptr;
+  WindowFlags window;
   std::string config_file;
 };
 
@@ -137,27 +131,14 @@ void add_python_profiling_flags(CLI::App* sub, PythonProfilingFlags& f) {
                   "cProfile's clock in cprofile mode: total_time (default), cpu_time, off_cpu_time or default "
                   "(smdebug's cycle over steps 9-11)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time", "default"}));
-  f.start_step_opt = sub->add_option("--python-start-step", f.start_step,
-                                     "Profiling window: first (global) step to get python stats");
-  f.num_steps_opt = sub->add_option("--python-num-steps", f.num_steps,
-                                    "Profiling window: number of steps from --python-start-step (default 1)");
-  f.start_time_opt = sub->add_option("--python-start-time", f.start_time_s,
-                                     "Profiling window: start, Unix epoch seconds (exclusive with the step flags)");
-  f.duration_opt = sub->add_option("--python-duration", f.duration_s,
-                                   "Profiling window: length in seconds from --python-start-time");
+  add_window_flags(sub, f.window);
   sub->add_option("--profiler-config", f.config_file,
                   "smdebug profilerconfig.json: PythonProfilingConfig's window, ProfilerName and cProfileTimer");
 }
 
 Result<PythonProfilingPlan> plan_python_profiling(const PythonProfilingFlags& f) {
   PythonProfilingPlan plan;
-  bool step_flags = f.start_step_opt->count() > 0 || f.num_steps_opt->count() > 0;
-  bool time_flags = f.start_time_opt->count() > 0 || f.duration_opt->count() > 0;
-  if (step_flags && time_flags) {
-    return make_error(ErrorKind::usage,
-                      "--python-start-step/--python-num-steps and --python-start-time/--python-duration are mutually "
-                      "exclusive: give a step range or a time range");
-  }
+  SPROF_TRY(std::optional<window::ProfilingWindow> flag_window, window_from_flags(f.window));
   if (!f.config_file.empty()) {
     SPROF_TRY(window::PythonProfilingConfig config, window::read_profiler_config(f.config_file));
     plan.config_file = f.config_file;
@@ -168,14 +149,8 @@ Result<PythonProfilingPlan> plan_python_profiling(const PythonProfilingFlags& f)
     if (config.timer) plan.timer = *config.timer;
   }
   // Flags on the command line win over the file.
-  if (step_flags || time_flags) {
-    auto optional_int = [](CLI::Option* o, int64_t v) { return o->count() > 0 ? std::optional<int64_t>(v) : std::nullopt; };
-    auto optional_double = [](CLI::Option* o, double v) { return o->count() > 0 ? std::optional<double>(v) : std::nullopt; };
-    std::string source = step_flags ? "--python-start-step/--python-num-steps" : "--python-start-time/--python-duration";
-    SPROF_TRY(plan.window, window::ProfilingWindow::make(optional_int(f.start_step_opt, f.start_step),
-                                                         optional_int(f.num_steps_opt, f.num_steps),
-                                                         optional_double(f.start_time_opt, f.start_time_s),
-                                                         optional_double(f.duration_opt, f.duration_s), source));
+  if (flag_window) {
+    plan.window = *flag_window;
     plan.enabled = true;
   }
   if (!f.profiler.empty()) plan.profiler = *window::parse_python_profiler(f.profiler);

@@ -1,7 +1,9 @@
 // sprof stats-dirs: (re)write the per-interval stats directories of a recorded profile from its
-// raw samples and step timeline, e.g. with another timer, as record does at its end.
+// raw samples and step timeline, e.g. with another timer or another profiling window, as record
+// does at its end.
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "sprof/interval_query.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/step_timeline.hpp"
+#include "window_flags.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -17,17 +20,58 @@ namespace {
 struct StatsDirsFlags {
   std::string dir;
   std::string python_timer = "total_time";
+  WindowFlags window;
+  bool every_interval = false;
 };
+
+// The window record used (sprof.json's python_profiling section), so that rewriting with another
+// timer keeps it; every interval when there is none.
+Result<window::ProfilingWindow> recorded_window(const store::Manifest& manifest, const std::string& dir) {
+  for (const auto& [key, text] : manifest.extra) {
+    if (key != "python_profiling") continue;
+    auto doc = nlohmann::json::parse(text, nullptr, false);
+    if (!doc.is_object() || !doc.contains("window") || !doc["window"].is_object()) break;
+    const auto& w = doc["window"];
+    auto get_int = [&](const char* name) {
+      return w.contains(name) && w[name].is_number_integer() ? std::optional<int64_t>(w[name].get<int64_t>())
+                                                              : std::nullopt;
+    };
+    auto get_double = [&](const char* name) {
+      return w.contains(name) && w[name].is_number() ? std::optional<double>(w[name].get<double>()) : std::nullopt;
+    };
+    return window::ProfilingWindow::make(get_int("start_step"), get_int("num_steps"), get_double("start_time_s"),
+                                         get_double("duration_s"), dir + "/sprof.json");
+  }
+  return window::ProfilingWindow{};
+}
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   if (!intervals::is_sprof_profile(flags.dir)) {
     return make_error(ErrorKind::usage, "{} is not a sprof profile root (it needs sprof.json and samples/)",
                       flags.dir);
   }
+  SPROF_TRY(std::optional<window::ProfilingWindow> flag_window, window_from_flags(flags.window));
+  if (flag_window && flags.every_interval) {
+    return make_error(ErrorKind::usage, "--every-interval and the --python-* window flags are mutually exclusive");
+  }
   SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags.dir));
   SPROF_TRY(bootstrap::StepTimeline timeline, bootstrap::read_step_timeline(flags.dir));
+  window::ProfilingWindow chosen;
+  if (flag_window) {
+    chosen = *flag_window;
+  } else if (!flags.every_interval) {
+    SPROF_TRY(chosen, recorded_window(*profile.manifest, flags.dir));
+  }
+  // Resolved per process against its steps, as record does (smdebug's lazily filled fields).
+  const int64_t clock_offset = profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns;
+  std::map<int32_t, window::ResolvedWindow> windows;
+  for (const auto& process : timeline.processes) windows[process.pid] = window::resolve(chosen, process, clock_offset);
   intervals::WriteOptions options;
   options.timer = *intervals::parse_python_timer(flags.python_timer);
+  options.include = [&](const intervals::ProcessInterval& interval) {
+    auto it = windows.find(interval.pid);
+    return it == windows.end() || window::contains(it->second, interval.interval, clock_offset);
+  };
   SPROF_TRY(intervals::WriteSummary summary, intervals::write_interval_stats(profile, timeline, options));
 
   // Keep sprof.json's account of the stats directories true.
@@ -38,6 +82,7 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   section["intervals"] = summary.intervals;
   section["directories"] = summary.directories;
   section["excluded"] = summary.excluded;
+  section["window"] = chosen.describe();
   section["without_samples"] = summary.without_samples;
   auto& extra = manifest.extra;
   extra.erase(std::remove_if(extra.begin(), extra.end(),
@@ -60,6 +105,9 @@ void add_stats_dirs(CLI::App& app, CommandList& commands) {
                   "Samples python_stats counts: total_time (all), cpu_time (on-CPU), off_cpu_time (idle)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
       ->capture_default_str();
+  add_window_flags(sub, flags->window);
+  sub->add_flag("--every-interval", flags->every_interval,
+                "A directory for every interval, whatever profiling window record used");
   commands.push_back(Command{sub, [flags] { return run_stats_dirs(*flags); }});
 }
 

@@ -354,6 +354,32 @@ class RecordFlagsTest(CprofileTestCase):
             "global-6-stepend_posthookclose-*-end",
         ])
 
+        # stats-dirs after the fact: another timer keeps record's window; another window replaces
+        # the directories; --every-interval gives them all.
+        def labels():
+            return [self.label(NAME.match(n).groups())
+                    for n in sorted(os.listdir(nodes[0]), key=lambda n: float(NAME.match(n).group(4)))]
+        recorded = labels()
+        run_sprof("-q", "stats-dirs", profile, "--python-timer", "cpu_time", check=0)
+        self.assertEqual(labels(), recorded)
+        run_sprof("-q", "stats-dirs", profile, "--python-start-step", "4", "--python-num-steps", "2", check=0)
+        self.assertEqual(labels(), [
+            "prestepzero-*-start_global-0-stepstart",
+            "global-4-stepstart_global-4-stepend", "global-4-stepend_global-5-stepstart",
+            "global-5-stepstart_global-5-stepend", "global-5-stepend_global-6-stepstart",
+            "global-6-stepend_posthookclose-*-end",
+        ])
+        with open(os.path.join(profile, "sprof.json")) as f:
+            section = json.load(f)["interval_stats"]
+        self.assertEqual(section["timer"], "total_time")
+        self.assertEqual(section["window"], "2 steps from 4")
+        run_sprof("-q", "stats-dirs", profile, "--every-interval", check=0)
+        everything = labels()
+        self.assertEqual(len(everything), 2 * 7 + 1)  # 7 steps: each one and the gap after it, and before step 0
+        self.assertIn("global-0-stepstart_global-0-stepend", everything)
+        proc = run_sprof("stats-dirs", profile, "--every-interval", "--python-start-step", "1", check=2)
+        self.assertIn("--every-interval", proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -129,6 +129,7 @@ struct WriteSummary {
   size_t intervals = 0;    // planned
   size_t directories = 0;  // written
   size_t excluded = 0;     // left out by WriteOptions::include
+  size_t removed = 0;      // excluded ones whose directory an earlier run had written, now removed
   size_t without_samples = 0;  // written without python_stats (pstats cannot hold no functions)
   uint64_t samples = 0;    // kept samples in the written intervals
   std::string text() const;  // one line for record's summary

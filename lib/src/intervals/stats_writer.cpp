@@ -21,6 +21,7 @@ std::string WriteSummary::text() const {
   std::string out = fmt::format("{} stats director{} ({} samples)", directories, directories == 1 ? "y" : "ies",
                                 samples);
   if (excluded > 0) out += fmt::format(", {} interval{} outside the profiling window", excluded, excluded == 1 ? "" : "s");
+  if (removed > 0) out += fmt::format(" ({} written before removed)", removed);
   return out;
 }
 
@@ -32,11 +33,20 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
   std::map<size_t, std::unique_ptr<StatsBuilder>> builders;  // per process
   std::set<fs::path> written;
   for (const ProcessInterval& interval : planned) {
+    fs::path dir = profile.dir / interval.relative_dir();
     if (options.include && !options.include(interval)) {
       ++summary.excluded;
+      // Rewriting with another window: what an earlier run wrote for this interval goes, so the
+      // directories are those of the window asked for (the samples they came from stay).
+      std::error_code ec;
+      if (fs::exists(dir, ec)) {
+        for (const char* name : {store::kCprofileStatsFile, store::kPyinstrumentJsonFile, store::kPyinstrumentHtmlFile}) {
+          fs::remove(dir / name, ec);
+        }
+        if (fs::remove(dir, ec)) ++summary.removed;  // only when nothing else is in it
+      }
       continue;
     }
-    fs::path dir = profile.dir / interval.relative_dir();
     if (!written.insert(dir).second) {
       // Two intervals of one process whose ends fall in the same microseconds.
       spdlog::warn("{}: a second interval with the same name; kept the first", dir.string());
