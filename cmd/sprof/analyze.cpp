@@ -290,11 +290,7 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
     fmt::print("{}", render_page(report, options, global_options().color_enabled, terminal_width()));
   }
   std::fflush(stdout);
-  if (const rules::RuleResult* failing = failing_rule(report.rules, fail_on)) {
-    spdlog::info("{} found issues (--fail-on {})", failing->rule, options.fail_on);
-    return kExitIssuesFound;
-  }
-  return kExitSuccess;
+  return fail_on_exit_code(report.rules, fail_on, options.fail_on);
 }
 
 }  // namespace

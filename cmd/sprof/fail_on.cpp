@@ -4,6 +4,9 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "sprof/exit_codes.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -41,14 +44,15 @@ Result<std::vector<std::string>> parse_fail_on(const std::string& text, const st
   return names;
 }
 
-const rules::RuleResult* failing_rule(const std::vector<rules::RuleResult>& results,
-                                      const std::vector<std::string>& fail_on) {
+int fail_on_exit_code(const std::vector<rules::RuleResult>& results, const std::vector<std::string>& fail_on,
+                      const std::string& text) {
   for (const auto& r : results) {
     if (r.status == rules::RuleStatus::issues_found && std::find(fail_on.begin(), fail_on.end(), r.rule) != fail_on.end()) {
-      return &r;
+      spdlog::info("{} found issues (--fail-on {})", r.rule, text);
+      return kExitIssuesFound;
     }
   }
-  return nullptr;
+  return kExitSuccess;
 }
 
 }  // namespace sprof::cli

@@ -13,8 +13,9 @@ namespace sprof::cli {
 // error listing the rules run. Empty text: none.
 Result<std::vector<std::string>> parse_fail_on(const std::string& text, const std::vector<rules::RuleResult>& results);
 
-// The first rule in `results` that found issues and is in `fail_on`, or nullptr.
-const rules::RuleResult* failing_rule(const std::vector<rules::RuleResult>& results,
-                                      const std::vector<std::string>& fail_on);
+// The exit status: kExitIssuesFound (logging which rule) when a rule in `fail_on` found issues,
+// else kExitSuccess. `text` is the --fail-on value as given, for the log line.
+int fail_on_exit_code(const std::vector<rules::RuleResult>& results, const std::vector<std::string>& fail_on,
+                      const std::string& text);
 
 }  // namespace sprof::cli

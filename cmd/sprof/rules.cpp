@@ -127,11 +127,7 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
     fmt::print("{}", render_table(results, global_options().color_enabled));
   }
   std::fflush(stdout);
-  if (const rules::RuleResult* failing = failing_rule(results, fail_on)) {
-    spdlog::info("{} found issues (--fail-on {})", failing->rule, options.fail_on);
-    return kExitIssuesFound;
-  }
-  return kExitSuccess;
+  return fail_on_exit_code(results, fail_on, options.fail_on);
 }
 
 }  // namespace
