@@ -303,6 +303,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     // the step hook, whose on_finish completes markers.log.
     intervals::WriteOptions stats_options;
     stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
+    stats_options.window = python_plan.window.describe();
     // The profiling window, resolved per process once the timeline is known (smdebug's lazily
     // filled start step / start time come from each process's first step).
     auto windows = std::make_shared<std::map<int32_t, window::ResolvedWindow>>();

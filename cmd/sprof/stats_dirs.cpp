@@ -68,6 +68,7 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   for (const auto& process : timeline.processes) windows[process.pid] = window::resolve(chosen, process, clock_offset);
   intervals::WriteOptions options;
   options.timer = *intervals::parse_python_timer(flags.python_timer);
+  options.window = chosen.describe();
   options.include = [&](const intervals::ProcessInterval& interval) {
     auto it = windows.find(interval.pid);
     return it == windows.end() || window::contains(it->second, interval.interval, clock_offset);
@@ -76,19 +77,7 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
 
   // Keep sprof.json's account of the stats directories true.
   store::Manifest manifest = std::move(*profile.manifest);
-  nlohmann::ordered_json section;
-  section["profiler"] = intervals::kSampledProfilerDir;
-  section["timer"] = flags.python_timer;
-  section["intervals"] = summary.intervals;
-  section["directories"] = summary.directories;
-  section["excluded"] = summary.excluded;
-  section["window"] = chosen.describe();
-  section["without_samples"] = summary.without_samples;
-  auto& extra = manifest.extra;
-  extra.erase(std::remove_if(extra.begin(), extra.end(),
-                             [](const auto& e) { return e.first == intervals::kManifestSection; }),
-              extra.end());
-  extra.emplace_back(intervals::kManifestSection, section.dump());
+  intervals::set_manifest_section(manifest, summary, options);
   SPROF_TRY_STATUS(store::write_manifest(flags.dir, manifest));
   if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} in {}\n", summary.text(), flags.dir);
   return 0;

@@ -360,6 +360,8 @@ class RecordFlagsTest(CprofileTestCase):
             return [self.label(NAME.match(n).groups())
                     for n in sorted(os.listdir(nodes[0]), key=lambda n: float(NAME.match(n).group(4)))]
         recorded = labels()
+        with open(os.path.join(profile, "sprof.json")) as f:
+            self.assertEqual(json.load(f)["interval_stats"]["window"], "3 steps from 2")
         run_sprof("-q", "stats-dirs", profile, "--python-timer", "cpu_time", check=0)
         self.assertEqual(labels(), recorded)
         run_sprof("-q", "stats-dirs", profile, "--python-start-step", "4", "--python-num-steps", "2", check=0)

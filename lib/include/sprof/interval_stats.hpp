@@ -123,6 +123,7 @@ struct WriteOptions {
   PythonTimer timer = PythonTimer::total_time;
   // Which intervals get a directory (profiling windows plug in here); unset: every interval.
   std::function<bool(const ProcessInterval&)> include;
+  std::string window = "every interval";  // what `include` selects, in words, for sprof.json
 };
 
 struct WriteSummary {
@@ -139,5 +140,8 @@ struct WriteSummary {
 Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile,
                                           const bootstrap::StepTimeline& timeline,
                                           const WriteOptions& options = {});
+
+// Puts what a write did into sprof.json's interval_stats section (replacing an earlier one).
+void set_manifest_section(store::Manifest& manifest, const WriteSummary& summary, const WriteOptions& options);
 
 }  // namespace sprof::intervals

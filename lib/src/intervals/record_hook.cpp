@@ -37,17 +37,7 @@ Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, sto
   if (!written.ok()) return fail(written.error());
   summary_ = *written;
 
-  nlohmann::ordered_json section;
-  section["profiler"] = kSampledProfilerDir;
-  section["timer"] = std::string(to_string(options_.timer));
-  section["intervals"] = written->intervals;
-  section["directories"] = written->directories;
-  section["excluded"] = written->excluded;
-  section["without_samples"] = written->without_samples;
-  auto& extra = manifest.extra;
-  extra.erase(std::remove_if(extra.begin(), extra.end(), [](const auto& e) { return e.first == kManifestSection; }),
-              extra.end());
-  extra.emplace_back(kManifestSection, section.dump());
+  set_manifest_section(manifest, *written, options_);
   return {};
 }
 

@@ -1,14 +1,17 @@
 // Writing the stats directories of every (selected) interval.
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
 #include <system_error>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "intervals/stats_builder.hpp"
+#include "sprof/interval_query.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/profile.hpp"
 #include "store/file_bytes.hpp"
@@ -75,6 +78,21 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
     summary.samples += stats.samples;
   }
   return summary;
+}
+
+void set_manifest_section(store::Manifest& manifest, const WriteSummary& summary, const WriteOptions& options) {
+  nlohmann::ordered_json section;
+  section["profiler"] = kSampledProfilerDir;
+  section["timer"] = std::string(to_string(options.timer));
+  section["window"] = options.window;
+  section["intervals"] = summary.intervals;
+  section["directories"] = summary.directories;
+  section["excluded"] = summary.excluded;
+  section["without_samples"] = summary.without_samples;
+  auto& extra = manifest.extra;
+  extra.erase(std::remove_if(extra.begin(), extra.end(), [](const auto& e) { return e.first == kManifestSection; }),
+              extra.end());
+  extra.emplace_back(kManifestSection, section.dump());
 }
 
 }  // namespace sprof::intervals

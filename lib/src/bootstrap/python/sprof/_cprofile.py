@@ -185,19 +185,25 @@ def _move_to_pytorch():
             break
 
 
+def _drop_profiler():
+    """Stops and forgets the running profiler, if any, without letting its errors out."""
+    global _profiler
+    profiler, _profiler = _profiler, None
+    if profiler is not None:
+        try:
+            profiler.disable()
+        except Exception:
+            pass
+
+
 def _guarded(function, *args):
     """Profiling must never break the target: the first failure is reported and the mode stops."""
-    global enabled, _profiler
+    global enabled
     try:
         function(*args)
     except Exception as e:
         enabled = False
-        profiler, _profiler = _profiler, None
-        if profiler is not None:
-            try:
-                profiler.disable()
-            except Exception:
-                pass
+        _drop_profiler()
         ch.warn_once("cprofile", "cProfile mode disabled: %s: %s" % (type(e).__name__, e))
 
 
@@ -245,15 +251,10 @@ def finish(t_ns):
 
 def after_fork_in_child(t_ns):
     """A forked child has its own timeline: drop the parent's profile, start pre-step-zero."""
-    global _profiler, _start, _last_step_end, _closed, _written, _framework, _window
+    global _start, _last_step_end, _closed, _written, _framework, _window
     if not enabled:
         return
-    profiler, _profiler = _profiler, None
-    if profiler is not None:
-        try:
-            profiler.disable()
-        except Exception:
-            pass
+    _drop_profiler()
     _start = _last_step_end = None
     _closed = False
     _window = Window(os.environ.get("SPROF_WINDOW", "all"))
