@@ -14,8 +14,8 @@ import unittest
 SPROF_BIN = os.environ.get("SPROF_BIN", "")
 SOURCE_DIR = os.environ.get("SPROF_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BINARY_DIR = os.environ.get("SPROF_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
-SHARED_DIR = os.path.abspath(os.path.join(SOURCE_DIR, "..", "shared"))
-SMDEBUG_FIXTURES = os.path.join(SHARED_DIR, "smdebug-fixtures")
+# smdebug's test resources, vendored (see third_party/README.md).
+SMDEBUG_FIXTURES = os.path.join(SOURCE_DIR, "third_party", "smdebug-test-resources")
 DEBIAN_PYTHON = "/usr/bin/python3.11"
 
 # Exit codes documented in man/sprof.1.

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "pstats_support.hpp"
+#include "test_support.hpp"
 #include "sprof/pstats.hpp"
 
 using namespace pstats_test;
@@ -61,19 +62,15 @@ TEST_CASE("pstats: reads what cProfile and profile write under every installed C
 }
 
 TEST_CASE("pstats: smdebug's real python_stats files load", "[pstats]") {
-  // Real files from awslabs/sagemaker-debugger's tests (Python 3.7 cProfile, TensorFlow job):
-  // vendored under tests/fixtures/smdebug when the repository has them, else the team's copy.
-  fs::path root = fs::path(SPROF_SOURCE_DIR) / "tests/fixtures/smdebug/cprofile_python_stats";
-  if (!fs::exists(root)) root = "/work/shared/smdebug-fixtures/cprofile_python_stats";
+  // Real files from awslabs/sagemaker-debugger's tests (Python 3.7 cProfile, TensorFlow job).
+  fs::path root = sprof::test::smdebug_fixtures() / "cprofile_python_stats";
   std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& dir : fs::directory_iterator(root, ec)) {
     if (fs::exists(dir.path() / "python_stats")) files.push_back(dir.path() / "python_stats");
   }
-  if (files.empty()) {
-    WARN("smdebug fixtures not found under " << root);
-    return;
-  }
+  INFO("fixtures: " << root);
+  REQUIRE(files.size() == 2);
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     INFO(file.string());

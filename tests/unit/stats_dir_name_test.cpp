@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "sprof/stats_dir.hpp"
+#include "test_support.hpp"
 
 using namespace sprof::store;
 
@@ -119,8 +120,7 @@ TEST_CASE("python_float_repr round-trips every double", "[stats_dir]") {
 TEST_CASE("names written by smdebug's Python format back to themselves", "[stats_dir]") {
   // Real names: the old-format dirs in smdebug's fixtures (Python repr of time.time()*1e6).
   namespace fs = std::filesystem;
-  fs::path fixtures = fs::path(SPROF_SOURCE_DIR) / ".." / "shared" / "smdebug-fixtures" /
-                      "cprofile_python_stats";
+  fs::path fixtures = sprof::test::smdebug_fixtures() / "cprofile_python_stats";
   if (!fs::is_directory(fixtures)) FAIL("missing " << fixtures);
   int seen = 0;
   for (const auto& entry : fs::directory_iterator(fixtures)) {

@@ -1,7 +1,6 @@
 #pragma once
 // Shared helpers for unit tests: fixture locations and scratch directories.
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -11,14 +10,9 @@
 
 namespace sprof::test {
 
-// smdebug's test resources (../shared/smdebug-fixtures beside the checkout, or $SPROF_SMDEBUG_FIXTURES).
+// smdebug's test resources, vendored under third_party/smdebug-test-resources (see third_party/README.md).
 inline std::filesystem::path smdebug_fixtures() {
-  if (const char* env = std::getenv("SPROF_SMDEBUG_FIXTURES")) return env;
-  std::filesystem::path source = SPROF_SOURCE_DIR;
-  for (auto candidate : {source / ".." / "shared" / "smdebug-fixtures", source / "shared" / "smdebug-fixtures"}) {
-    if (std::filesystem::is_directory(candidate)) return std::filesystem::canonical(candidate);
-  }
-  return source / ".." / "shared" / "smdebug-fixtures";  // tests report the missing path
+  return std::filesystem::path(SPROF_SOURCE_DIR) / "third_party" / "smdebug-test-resources";
 }
 
 // A fresh directory removed when the object goes out of scope.
