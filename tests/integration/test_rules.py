@@ -1,5 +1,7 @@
 """sprof rules on generated profiles: for every rule a profile that makes it fire and one that does not,
-with the expected counts worked out from the rule's definition (reference/rules.md §1) in the comments;
+with the expected counts worked out from the rule's definition (man/sprof.1, `sprof rules`;
+smdebug's smdebug/profiler/analysis/rules/<rule>.py in awslabs/sagemaker-debugger at commit
+2222c547a94623e2e3288a196e598f066eaee48d, the last one with the rule code) in the comments;
 parameter validation; output formats; --fail-on; -o; --compat smdebug; smdebug's own files."""
 import csv
 import glob

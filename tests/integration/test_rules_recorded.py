@@ -2,7 +2,9 @@
 that loads slowly in the training process itself (no workers) and three steps that sleep. With
 parameters scaled to a short run, the rules that should fire do (StepOutlier, Dataloader) and the
 others do not. What each rule should say is computed here from the recorded files and the rule's
-definition (man/sprof.1, reference/rules.md), not taken from sprof."""
+definition (man/sprof.1, `sprof rules`; smdebug's smdebug/profiler/analysis/rules/<rule>.py in
+awslabs/sagemaker-debugger at commit 2222c547a94623e2e3288a196e598f066eaee48d), not taken from
+sprof."""
 import glob
 import json
 import math

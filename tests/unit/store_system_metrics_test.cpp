@@ -1,5 +1,8 @@
-// System metrics reader/writer: smdebug's own test files and counts (reference/rules.md §5), the
-// crash-tolerance rules, and a write/read round trip.
+// System metrics reader/writer: the files and counts of smdebug's own tests
+// (tests/profiler/core/test_system_profiler_file_parser.py and test_system_metric_reader.py in
+// awslabs/sagemaker-debugger at commit 3b82de312a404a0caf64c6cb860b584fac8b5163; their files are
+// vendored in third_party/smdebug-test-resources), the crash-tolerance rules, and a write/read
+// round trip.
 
 #include <catch2/catch.hpp>
 

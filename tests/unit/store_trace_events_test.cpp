@@ -1,5 +1,9 @@
-// Trace event reader/writer: smdebug's own trace files and counts (reference/rules.md §5), node-id
-// handling, and the writer's exact format and rotation.
+// Trace event reader/writer: the trace files and counts of smdebug's own tests
+// (tests/profiler/core/test_smtfprofiler_events.py, test_horovodprofiler_events.py,
+// test_algorithm_metric_readers.py and test_utils.py in awslabs/sagemaker-debugger at commit
+// 3b82de312a404a0caf64c6cb860b584fac8b5163; their files are vendored in
+// third_party/smdebug-test-resources), node-id handling, and the writer's exact format and
+// rotation.
 
 #include <catch2/catch.hpp>
 

@@ -17,11 +17,12 @@
 // profiled (sprof's default). A profilerconfig.json whose PythonProfilingConfig gives no range
 // profiles only pre-step-zero and post-hook-close, as smdebug does.
 //
-// --profiler-config FILE reads smdebug's profilerconfig.json (rules.md §2d): keys are
-// case-insensitive, ProfilingParameters.PythonProfilingConfig is a string holding a Python dict
-// literal (a JSON object is accepted too) with StartStep, NumSteps, StartTimeInSecSinceEpoch
-// (or StartTimeInSecUnixEpoch), DurationInSeconds (or Duration), ProfilerName
-// (cprofile|pyinstrument) and cProfileTimer (total_time|cpu_time|off_cpu_time|default).
+// --profiler-config FILE reads smdebug's profilerconfig.json (as smdebug's
+// smdebug/profiler/profiler_config_parser.py parses it): keys are case-insensitive,
+// ProfilingParameters.PythonProfilingConfig is a string holding a Python dict literal (a JSON
+// object is accepted too) with StartStep, NumSteps, StartTimeInSecSinceEpoch (or
+// StartTimeInSecUnixEpoch), DurationInSeconds (or Duration), ProfilerName (cprofile|pyinstrument)
+// and cProfileTimer (total_time|cpu_time|off_cpu_time|default).
 // Where smdebug would log an error and silently disable python profiling (both range kinds,
 // non-numeric fields, a bad profiler name or timer, an unparsable dict) sprof refuses the file
 // with an error naming it and the key; values the SageMaker SDK rejects (negative start step,

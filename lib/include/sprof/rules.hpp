@@ -1,8 +1,11 @@
 #pragma once
 // SageMaker Debugger's built-in profiler rules (ProfilerReport and its eleven sub-rules), run offline
 // over a profile directory: system metrics plus the framework timeline. Algorithms, defaults,
-// parameter validation and report shapes follow smdebug's rule code (reference/rules.md); three known
-// smdebug bugs are fixed unless compat_smdebug is set.
+// parameter validation and report shapes follow smdebug's rule code (awslabs/sagemaker-debugger,
+// smdebug/profiler/analysis/rules/*.py at commit 2222c547a94623e2e3288a196e598f066eaee48d, the last
+// one that has it; parameter checks as in awslabs/sagemaker-debugger-rulesconfig,
+// smdebug_rulesconfig/profiler_rules/rules.py); man/sprof.1 (sprof rules) describes each rule.
+// Three known smdebug bugs are fixed unless compat_smdebug is set.
 
 #include <cstdint>
 #include <filesystem>

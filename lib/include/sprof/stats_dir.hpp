@@ -7,7 +7,7 @@
 //   <start_mode>-<start_step>-<start_phase>-<start_us>_<end_mode>-<end_step>-<end_phase>-<end_us>
 //   step: Python int() text or `*` (start `*` = -1, i.e. before step 0; end `*` = +inf, to the end)
 //   time: Python float() text, epoch microseconds (smdebug writes repr(time.time() * 1e6))
-// Old format (smdebug before Aug 2020, e.g. the files in smdebug-fixtures/cprofile_python_stats):
+// Old format (smdebug before Aug 2020, e.g. the files in third_party/smdebug-test-resources/cprofile_python_stats):
 //   <start_us>_<end_us>_<node_id>_<step>   (step -1 = before step 0; no mode or phase recorded)
 
 #include <cstdint>

@@ -1,7 +1,12 @@
 // Fixed layouts for CPython 2.7 and 3.6-3.12 on x86-64 Linux (release builds with the GIL).
 // Every value was checked with offsetof/sizeof against the installed headers of 2.7.18, 3.6.15,
-// 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7 and 3.12.1 (see ../shared/reference/sampler.md, section 2.2); Debian's
-// 3.11.2 has the same offsets as 3.11.7.
+// 3.7.16, 3.8.18, 3.9.18, 3.10.13, 3.11.7 and 3.12.1; Debian's 3.11.2 has the same offsets as
+// 3.11.7. The structs are those of python/cpython at the tags v2.7.18 ... v3.12.1: PyThreadState
+// (Include/pystate.h, later Include/cpython/pystate.h), PyInterpreterState and _PyRuntimeState
+// (Include/internal/pycore_interp.h and pycore_runtime.h from 3.9, Include/pystate.h and
+// Include/internal/ before), PyFrameObject (Include/frameobject.h, Include/cpython/frameobject.h),
+// _PyInterpreterFrame (3.11+, Include/internal/pycore_frame.h) and PyCodeObject (Include/code.h,
+// Include/cpython/code.h).
 
 #include "pyframes/layout.hpp"
 

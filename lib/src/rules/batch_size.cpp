@@ -1,5 +1,5 @@
-// BatchSize (reference/rules.md §1.5): CPU, GPU and GPU memory all low over the last `window`
-// values: the batch is small for the instance.
+// BatchSize (smdebug/profiler/analysis/rules/batch_size.py): CPU, GPU and GPU memory all low over
+// the last `window` values: the batch is small for the instance.
 //
 // smdebug computes the GPU-memory box plot's IQR from the GPU-utilization p25 (bug); sprof uses the
 // memory p25; --compat smdebug keeps the original.

@@ -1,4 +1,5 @@
-// CPUBottleneck (reference/rules.md §1.2): GPUs idle while CPUs are saturated.
+// CPUBottleneck (smdebug/profiler/analysis/rules/cpu_bottleneck.py): GPUs idle while CPUs are
+// saturated.
 
 #include "rules/bottleneck.hpp"
 #include "rules/registry.hpp"

@@ -1,5 +1,6 @@
-// Dataloader (reference/rules.md §1.10): the median number of dataloader processes active per second
-// is below min_threshold or above max_threshold percent of the CPU cores.
+// Dataloader (smdebug/profiler/analysis/rules/dataloader.py): the median number of dataloader
+// processes active per second is below min_threshold or above max_threshold percent of the CPU
+// cores.
 //
 // Dataloader events are the PyTorch lanes DataLoaderWorker and DataLoaderIter (what smdebug reads);
 // sprof also counts TensorFlow's DataIterator lane. smdebug counts a process in the second its event

@@ -1,5 +1,6 @@
-// GPUMemoryIncrease (reference/rules.md §1.6): the moving average of a GPU's memory utilization jumps
-// by more than `increase` percentage points from one sample to the next. Counted per sample.
+// GPUMemoryIncrease (smdebug/profiler/analysis/rules/gpu_memory_increase.py): the moving average of
+// a GPU's memory utilization jumps by more than `increase` percentage points from one sample to the
+// next. Counted per sample.
 //
 // smdebug compares mean(v[n-w:n]) with mean(v[n-w-1:n-2]), a slice one value short (bug); sprof
 // compares it with the previous sample's moving average mean(v[n-w-1:n-1]); --compat smdebug keeps

@@ -1,4 +1,5 @@
-// IOBottleneck (reference/rules.md §1.3): GPUs idle while cores wait on I/O.
+// IOBottleneck (smdebug/profiler/analysis/rules/io_bottleneck.py): GPUs idle while cores wait on
+// I/O.
 
 #include "rules/bottleneck.hpp"
 #include "rules/registry.hpp"

@@ -1,5 +1,5 @@
-// LoadBalancing (reference/rules.md §1.7): GPUs of one node have different utilization histograms
-// (Jensen–Shannon distance above `threshold`).
+// LoadBalancing (smdebug/profiler/analysis/rules/load_balancing.py): GPUs of one node have
+// different utilization histograms (Jensen–Shannon distance above `threshold`).
 //
 // smdebug's pair loop is mis-nested so it only ever compares the last GPU with itself (it never
 // fires), and its bins np.arange(0, 100, 2) drop values above 98 %. sprof compares every pair of GPUs

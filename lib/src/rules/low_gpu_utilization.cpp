@@ -1,5 +1,6 @@
-// LowGPUUtilization (reference/rules.md §1.4): each GPU either under-used (p95 below threshold_p95)
-// or fluctuating (p95 above threshold_p95 and p5 below threshold_p5) over its last `window` values.
+// LowGPUUtilization (smdebug/profiler/analysis/rules/low_gpu_utilization.py): each GPU either
+// under-used (p95 below threshold_p95) or fluctuating (p95 above threshold_p95 and p5 below
+// threshold_p5) over its last `window` values.
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
-// MaxInitializationTime (reference/rules.md §1.8): the training loop has not started `threshold`
-// minutes after the job started.
+// MaxInitializationTime (smdebug/profiler/analysis/rules/max_initialization_time.py): the training
+// loop has not started `threshold` minutes after the job started.
 //
 // smdebug counts windows that start more than `threshold` minutes after the first window while no
 // step has been seen; RuleTriggered keeps that count. Offline, sprof also fires (once) when the first

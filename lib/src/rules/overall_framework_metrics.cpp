@@ -1,6 +1,6 @@
-// OverallFrameworkMetrics (reference/rules.md §1.12): where framework time goes: CPU/GPU operators,
-// step phases and the time between steps, forward/backward, dataloading and other lanes, Horovod.
-// Never fires.
+// OverallFrameworkMetrics (smdebug/profiler/analysis/rules/overall_framework_metrics.py): where
+// framework time goes: CPU/GPU operators, step phases and the time between steps, forward/backward,
+// dataloading and other lanes, Horovod. Never fires.
 //
 // smdebug's "others" (time in the training loop outside steps) subtracts a running sum that includes
 // its own previous value; sprof uses the loop span (first step start to last step end) minus the union

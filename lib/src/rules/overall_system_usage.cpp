@@ -1,5 +1,6 @@
-// OverallSystemUsage (reference/rules.md §1.11): per node, percentiles of total CPU, GPU, GPU memory,
-// CPU memory, I/O wait and network over time. Never fires.
+// OverallSystemUsage (smdebug/profiler/analysis/rules/overall_system_usage.py): per node,
+// percentiles of total CPU, GPU, GPU memory, CPU memory, I/O wait and network over time. Never
+// fires.
 //
 // smdebug divides by the number of devices seen on all nodes together; sprof by the node's own
 // (the same on homogeneous clusters); --compat smdebug divides by the global count.

@@ -1,5 +1,6 @@
-// ProfilerReport (reference/rules.md §1.1): runs the eleven sub-rules on the same data and found issues
-// iff one of them did. Its parameters are the sub-rules' own, as `<Rule>_<param>` overrides.
+// ProfilerReport (smdebug/profiler/analysis/rules/profiler_report.py): runs the eleven sub-rules on
+// the same data and found issues iff one of them did. Its parameters are the sub-rules' own, as
+// `<Rule>_<param>` overrides.
 
 #include <fmt/format.h>
 

@@ -1,7 +1,13 @@
 #pragma once
-// The evaluation model every rule shares (reference/rules.md §1.0): a rule is a stateful object fed
-// consecutive windows of scan_interval_us; state accumulates across windows and the rule evaluates
-// at the end of each window, exactly as smdebug's invoke_for_timerange does.
+// The evaluation model every rule shares: a rule is a stateful object fed consecutive windows of
+// scan_interval_us; state accumulates across windows and the rule evaluates at the end of each
+// window, exactly as smdebug's invoke_for_timerange does.
+//
+// smdebug's rule code, which each rule file cites by path, is smdebug/profiler/analysis/rules/*.py
+// in awslabs/sagemaker-debugger at commit 2222c547a94623e2e3288a196e598f066eaee48d (Nov 2020), the
+// parent of 225e39b9, which removed it from the public tree: read it with
+// `git show 2222c547:smdebug/profiler/analysis/rules/<rule>.py`. Parameter checks follow
+// smdebug_rulesconfig/profiler_rules/rules.py in awslabs/sagemaker-debugger-rulesconfig.
 
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,6 @@
-// StepOutlier (reference/rules.md §1.9): steps slower than mean + stddev·std of their phase, counted
-// once a phase has more than 100 steps; fires when a phase has more than n_outliers outliers.
+// StepOutlier (smdebug/profiler/analysis/rules/step_outlier.py): steps slower than mean +
+// stddev·std of their phase, counted once a phase has more than 100 steps; fires when a phase has
+// more than n_outliers outliers.
 
 #include <algorithm>
 #include <set>
