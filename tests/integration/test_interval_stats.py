@@ -102,16 +102,20 @@ class IntervalStatsTest(TempDirTestCase):
         # and the intervals' tottime adds up to the weights of all the process's samples.
         total = 0.0
         dirs = sorted(os.listdir(self.node_dir))
-        dirs = [d for d in dirs if os.path.exists(os.path.join(self.node_dir, d, "python_stats"))]
+        without_samples = 0
         for d in dirs:
-            # (an interval without samples, e.g. the microseconds between two steps, has none)
             path = os.path.join(self.node_dir, d, "python_stats")
-            ps = pstats.Stats(path)
+            ps = pstats.Stats(path)  # every interval has one, also one without samples
             with open(os.path.join(self.node_dir, d, "python_stats.json")) as f:
                 tree = json.load(f)
-            self.assertAlmostEqual(ps.total_tt, tree["root_frame"]["time"], places=9)
             with open(path, "rb") as f:
                 raw = marshal.load(f)
+            if tree["root_frame"] is None:
+                # e.g. the microseconds between two steps: the one zero entry, nothing else
+                self.assertEqual(raw, {("~", 0, "<sprof: no samples>"): (0, 0, 0.0, 0.0, {})}, d)
+                without_samples += 1
+                continue
+            self.assertAlmostEqual(ps.total_tt, tree["root_frame"]["time"], places=9)
             for func, (cc, nc, tt, ct, callers) in raw.items():
                 self.assertGreaterEqual(nc, cc)
                 self.assertGreaterEqual(cc, 1)
@@ -120,6 +124,8 @@ class IntervalStatsTest(TempDirTestCase):
                     self.assertIn(caller, raw)
                     self.assertLessEqual(cnc, nc)
             total += ps.total_tt
+        with open(os.path.join(self.out, "sprof.json")) as f:
+            self.assertEqual(json.load(f)["interval_stats"]["without_samples"], without_samples)
         proc = subprocess.run([DEBIAN_PYTHON, "-m", "pstats", os.path.join(self.node_dir, dirs[0], "python_stats")],
                               input="stats 5\nquit\n", capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -164,7 +170,11 @@ class IntervalStatsTest(TempDirTestCase):
 
     def test_pyinstrument_analysis_reads_the_pairs(self):
         # PyinstrumentAnalysis._aggregate_stats: per start time, (html, json) sorted by basename.
-        records = [s for s in smd.load_profiler_dir(self.profiler_dir) if s.profiler_name == "pyinstrument"]
+        loaded = smd.load_profiler_dir(self.profiler_dir)
+        records = [s for s in loaded if s.profiler_name == "pyinstrument"]
+        # cProfileAnalysis and PyinstrumentAnalysis see the same intervals.
+        cprofile_starts = sorted(s.start_time_since_epoch_in_micros for s in loaded if s.profiler_name == "cprofile")
+        self.assertEqual(cprofile_starts, sorted(set(r.start_time_since_epoch_in_micros for r in records)))
         by_start = {}
         for r in records:
             by_start.setdefault(r.start_time_since_epoch_in_micros, []).append(r)

@@ -101,12 +101,16 @@ struct CallTreeNode {
 };
 
 struct IntervalStats {
-  store::StatsTable table;          // empty when no sample was kept
+  store::StatsTable table;          // just no_samples_function() when no sample was kept
   std::vector<CallTreeNode> tree;   // tree[0] is the root
   uint64_t samples = 0;             // kept samples with Python frames
   double seconds = 0;               // their summed weights
   double cpu_seconds = 0;           // on-CPU weights of all the interval's samples
 };
+
+// The one entry, all counts zero, of the table of an interval without a kept sample: its
+// python_stats stays loadable (pstats refuses an empty dict), so every interval has all three files.
+const store::FunctionKey& no_samples_function();
 
 IntervalStats build_interval_stats(const store::ProfileSamples& profile, const ProcessInterval& interval,
                                    PythonTimer timer);
@@ -131,7 +135,7 @@ struct WriteSummary {
   size_t directories = 0;  // written
   size_t excluded = 0;     // left out by WriteOptions::include
   size_t removed = 0;      // excluded ones whose directory an earlier run had written, now removed
-  size_t without_samples = 0;  // written without python_stats (pstats cannot hold no functions)
+  size_t without_samples = 0;  // intervals without a kept sample (python_stats holds no_samples_function())
   uint64_t samples = 0;    // kept samples in the written intervals
   std::string text() const;  // one line for record's summary
 };

@@ -67,7 +67,6 @@ query::Aggregate aggregate_samples(const SampledProfile& profile, const query::S
     auto& builder = builders[interval.process];
     if (!builder) builder = std::make_unique<StatsBuilder>(profile.samples.processes[interval.process].log);
     IntervalStats stats = builder->build(interval.spans, timer);
-    if (stats.table.empty()) continue;  // no python_stats file would exist for it
     out.table.add(stats.table);
     out.used.push_back(record);
   }

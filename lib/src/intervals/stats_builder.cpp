@@ -234,7 +234,15 @@ IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTime
       fs.callers.emplace_back(keys_[edge_ends_[edge].first], cs);
     }
   }
+  // pstats.Stats cannot load an empty dict, and smdebug's readers must see every interval: one
+  // zero entry stands for "no sample kept" (pstats prints it as {sprof: no samples}).
+  if (out.table.empty()) out.table[no_samples_function()] = store::FunctionStats{};
   return out;
+}
+
+const store::FunctionKey& no_samples_function() {
+  static const store::FunctionKey key{"~", 0, "<sprof: no samples>"};
+  return key;
 }
 
 IntervalStats build_interval_stats(const store::ProfileSamples& profile, const ProcessInterval& interval,

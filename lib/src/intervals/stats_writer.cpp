@@ -62,14 +62,8 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", dir.string(), ec.message());
-    fs::path pstats_file = dir / store::kCprofileStatsFile;
-    if (stats.table.empty()) {
-      // pstats.Stats refuses a file without functions: leave python_stats out (and any older one).
-      fs::remove(pstats_file, ec);
-      ++summary.without_samples;
-    } else {
-      SPROF_TRY_STATUS(store::write_pstats(pstats_file, stats.table));
-    }
+    if (stats.samples == 0) ++summary.without_samples;
+    SPROF_TRY_STATUS(store::write_pstats(dir / store::kCprofileStatsFile, stats.table));
     SPROF_TRY_STATUS(store::write_file_atomically(dir / store::kPyinstrumentJsonFile,
                                                   render_tree_json(profile, interval, stats, options.timer)));
     SPROF_TRY_STATUS(store::write_file_atomically(dir / store::kPyinstrumentHtmlFile,
