@@ -16,6 +16,7 @@ namespace sprof::cli {
 struct GlobalOptions {
   int verbose = 0;      // -v, repeatable
   bool quiet = false;   // -q
+  bool sprof_frames = false;   // --sprof-frames: keep sprof's own frames in what samples show
   std::string color = "auto";  // --color auto|always|never (NO_COLOR honoured for auto)
   bool color_enabled = false;  // resolved after parsing
 };

@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "sprof/exit_codes.hpp"
+#include "sprof/profile_samples.hpp"
 #include "sprof/version.hpp"
 
 namespace sprof::cli {
@@ -71,6 +72,9 @@ int run(int argc, char** argv) {
   app.add_option("--color", g_options.color, "Colour output: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
+  app.add_flag("--sprof-frames", g_options.sprof_frames,
+               "Keep sprof's own Python frames (its bootstrap) in stacks, tables and exports; for "
+               "debugging sprof itself");
   app.require_subcommand(1);
   app.fallthrough();
 
@@ -91,6 +95,7 @@ int run(int argc, char** argv) {
   }
 
   setup_logging(g_options);
+  store::set_show_sprof_frames(g_options.sprof_frames);
   for (const auto& command : commands) {
     if (!command.app->parsed()) continue;
     Result<int> result = command.run();

@@ -6,9 +6,14 @@ import subprocess
 import unittest
 
 from sprof_testlib import DEBIAN_PYTHON, SOURCE_DIR, TempDirTestCase, run_sprof
-from record_helpers import collapsed, inclusive_counts, manifest, speedscope
+from record_helpers import collapsed, frames, inclusive_counts, manifest, speedscope
 
 TRAIN = os.path.join(SOURCE_DIR, "examples", "train_torch.py")
+
+
+def is_sprof_file(path):
+    """A file of the bootstrap record injects (its private directory, or markers/python before)."""
+    return "/sprof-bootstrap-" in path or "/markers/python/" in path
 
 
 def have_torch():
@@ -53,6 +58,26 @@ class TorchTrainingTest(TempDirTestCase):
         print("sample log: %d bytes for %d samples = %.2f bytes/sample" % (size, samples, size / samples))
         self.assertLessEqual(size / samples, 8.0)
 
+        # sprof's own frames (the bootstrap's DataLoader wrapper, its step hooks) are in no view:
+        # the loop calls torch's DataLoader iterator directly. --sprof-frames shows them.
+        def sprof_frames(stacks):
+            return [f for s in stacks for f in frames(s) if is_sprof_file(f[1])]
+        everything = collapsed(out, "--idle")
+        self.assertEqual(sprof_frames(everything), [])
+        self.assertTrue(any(("train", "_BaseDataLoaderIter.__next__") == tuple(n for n, _, _ in frames(s)[i:i + 2])
+                            for s in everything for i in range(len(frames(s)))),
+                        "no stack with train calling the DataLoader iterator")
+        shown = run_sprof("--sprof-frames", "export", out, "-f", "collapsed", "--idle", check=0).stdout.splitlines()
+        wrapper = [f for f in sprof_frames(l.rpartition(" ")[0] for l in shown) if f[1].endswith("/sprof/_torch.py")]
+        self.assertTrue(wrapper, "--sprof-frames shows no frame of the wrapper")
+        for directory, _, files in os.walk(out):
+            self.assertEqual([f for f in files if f.endswith(".py")], [], directory)  # no copy of sprof's sources
+            for name in files:
+                if name == "python_stats.json":
+                    with open(os.path.join(directory, name)) as f:
+                        self.assertNotIn("sprof-bootstrap-", f.read())
+        self.assertFalse(os.path.exists(os.path.dirname(wrapper[0][1])), "the bootstrap's directory is removed")
+
         # One speedscope profile per (pid, thread), weights in microseconds.
         doc = speedscope(out)
         pids = set(int(p["name"].split()[1]) for p in doc["profiles"])
@@ -61,6 +86,7 @@ class TorchTrainingTest(TempDirTestCase):
         for p in doc["profiles"]:
             self.assertEqual(len(p["samples"]), len(p["weights"]))
             self.assertEqual(p["unit"], "microseconds")
+        self.assertEqual([f for f in doc["shared"]["frames"] if is_sprof_file(f.get("file", ""))], [])
 
 
 if __name__ == "__main__":

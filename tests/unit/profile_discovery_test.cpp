@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "sprof/profile.hpp"
+#include "sprof/profile_samples.hpp"
 
 namespace fs = std::filesystem;
 using namespace sprof::store;
@@ -139,4 +140,18 @@ TEST_CASE("discovery errors name the directory", "[discovery]") {
   auto file = discover_profile(tmp.path / "file");
   REQUIRE_FALSE(file.ok());
   CHECK(file.error().message.find("not a directory") != std::string::npos);
+}
+
+TEST_CASE("sprof's bootstrap files are recognised by where record puts them", "[profile]") {
+  using sprof::store::is_sprof_bootstrap_file;
+  CHECK(is_sprof_bootstrap_file("/tmp/sprof-bootstrap-a1B2c3/sprof/_torch.py"));
+  CHECK(is_sprof_bootstrap_file("/var/tmp/x/sprof-bootstrap-Zz9xYq/sitecustomize.py"));
+  CHECK(is_sprof_bootstrap_file("/data/prof/markers/python/sprof/_cprofile.py"));  // profiles before
+  CHECK(is_sprof_bootstrap_file("/data/prof/markers/python/sitecustomize.py"));
+  CHECK_FALSE(is_sprof_bootstrap_file("/tmp/sprof-bootstrap-a1B2c3/other/_torch.py"));
+  CHECK_FALSE(is_sprof_bootstrap_file("/tmp/sprof-bootstrap-toolong1/sprof/_torch.py"));
+  CHECK_FALSE(is_sprof_bootstrap_file("/data/sprof/_torch.py"));
+  CHECK_FALSE(is_sprof_bootstrap_file("/usr/lib/python3/sitecustomize.py"));
+  CHECK_FALSE(is_sprof_bootstrap_file("/tmp/sprof-bootstrap-a1B2c3/sprof/_torch.pyc"));
+  CHECK_FALSE(is_sprof_bootstrap_file("sitecustomize.py"));
 }

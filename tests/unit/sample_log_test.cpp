@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -262,4 +263,36 @@ TEST_CASE("sample log rejects other files", "[sample_log]") {
   auto w = SampleLogWriter::create(dir.path / "a.log");
   REQUIRE(w.ok());
   CHECK_FALSE(SampleLogWriter::create(dir.path / "a.log").ok());  // never overwrites
+}
+
+TEST_CASE("sample log: hidden functions leave every stack, samples keep their place", "[sample_log]") {
+  TempDir dir;
+  fs::path file = dir.path / "samples.log";
+  std::vector<size_t> chunk_ends;
+  auto expected = write_random_log(file, 400, chunk_ends, 11);
+  auto log = SampleLog::open(file);
+  REQUIRE(log.ok());
+  const std::string hidden_file = "threading.py";
+  size_t hidden = log->hide_functions([&](const sprof::store::LogFunction& f) { return f.file == hidden_file; });
+  CHECK(hidden == 6);  // every name was interned with that file
+  auto got = read_back(*log);
+  REQUIRE(got.size() == expected.size());
+  size_t changed = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    std::vector<std::string> visible;
+    for (const auto& f : expected[i].frames) {
+      if (f.find(" " + hidden_file + ":") == std::string::npos) visible.push_back(f);
+    }
+    changed += visible.size() != expected[i].frames.size();
+    INFO("sample " << i);
+    CHECK(got[i].frames == visible);
+    CHECK(got[i].time_ns == expected[i].time_ns);
+  }
+  CHECK(changed > 0);
+  // One node per distinct visible stack: no two nodes with the same parent and frame.
+  std::set<std::pair<uint32_t, uint32_t>> nodes;
+  for (size_t id = 1; id < log->stack_nodes().size(); ++id) {
+    CHECK(nodes.insert({log->stack_nodes()[id].parent, log->stack_nodes()[id].frame}).second);
+    CHECK(log->stack_nodes()[id].parent < id);
+  }
 }

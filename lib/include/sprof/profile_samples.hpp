@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sprof/manifest.hpp"
@@ -31,7 +32,20 @@ struct ProfileSamples {
   ProfileSamples& operator=(ProfileSamples&&) = default;
 };
 
+// The directory record writes the injected bootstrap's Python files into is a private temporary
+// one, "<tmp>/sprof-bootstrap-XXXXXX" (mkdtemp); profiles recorded before had them under
+// "<profile>/markers/python". The frames of those files (sitecustomize.py, sprof/*.py) are
+// sprof's own, not the user's.
+inline constexpr const char* kBootstrapDirPrefix = "sprof-bootstrap-";
+bool is_sprof_bootstrap_file(std::string_view co_filename);
+
+// Whether the loaded samples keep sprof's own frames (`sprof --sprof-frames`, for debugging
+// sprof itself). Off by default: every view and export built from the samples hides them.
+void set_show_sprof_frames(bool show);
+bool show_sprof_frames();
+
 // Fails (bad_input) when `dir` is not a sprof profile (neither sprof.json nor samples/).
+// Frames of sprof's bootstrap are dropped from the stacks unless show_sprof_frames().
 Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir);
 
 // Replaces the profile's manifest (e.g. with record's final one, before sprof.json is rewritten)

@@ -147,6 +147,11 @@ class SampleLog {
   uint64_t trailing_bytes() const { return trailing_bytes_; }
   const std::string& stop_reason() const { return stop_reason_; }
 
+  // Drops the frames of every function `hidden` says yes to from all stacks (a sample whose frames
+  // are all hidden gets the empty stack): stack_nodes() becomes the tree of what is left, and
+  // samples report stack ids in it. Returns how many functions were hidden.
+  size_t hide_functions(const std::function<bool(const LogFunction&)>& hidden);
+
   // Calls fn for every sample with from_ns <= time_ns < to_ns, in time order.
   void for_each_sample(int64_t from_ns, int64_t to_ns,
                        const std::function<void(const SampleRecord&)>& fn) const;
@@ -170,6 +175,9 @@ class SampleLog {
   std::vector<LogFrame> frames_;
   std::vector<LogThread> threads_;
   std::vector<StackNode> stack_nodes_;
+  // After hide_functions: the stack id in stack_nodes_ of each stack id the file defines.
+  std::vector<uint32_t> stack_remap_;
+  size_t file_stack_count_ = 0;  // stacks the file defines (what its sample records refer to)
   uint64_t sample_count_ = 0;
   uint64_t invalid_count_ = 0;
   uint64_t trailing_bytes_ = 0;

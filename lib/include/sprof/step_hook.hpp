@@ -7,12 +7,11 @@
 //   markers/markers.log   every marker line drained from the target, verbatim, in arrival order
 //                         (docs/markers.md); written as it arrives (flushed at least once a second)
 //   markers/step_fn.log   steps inferred with --step-fn, in the same line protocol
-//   markers/python/       the injected bootstrap (sitecustomize.py, the `sprof` package), or a
-//                         temporary directory removed with the hook when PYTHONPATH cannot
-//                         hold the profile directory's path (it contains ':')
 //   framework/pevents/<YYYYMMDDHH>/<end_us>_<node>_model_timeline.json
 //                         Step:ModeKeys.<MODE> events and the DataLoader lanes, per process
-// and a "steps" section in sprof.json.
+// and a "steps" section in sprof.json. The injected bootstrap (sitecustomize.py, the `sprof`
+// package) is written to a private temporary directory, $TMPDIR/sprof-bootstrap-XXXXXX, removed
+// with the hook.
 
 #include <cstdint>
 #include <filesystem>
@@ -32,7 +31,6 @@ namespace sprof::bootstrap {
 
 inline constexpr const char* kMarkersLog = "markers/markers.log";
 inline constexpr const char* kStepFnLog = "markers/step_fn.log";
-inline constexpr const char* kBootstrapDir = "markers/python";
 
 struct StepHookOptions {
   bool inject = true;                       // false: --no-inject
@@ -70,7 +68,7 @@ class StepRecordHook : public launch::RecordHooks {
   std::optional<BootstrapEnv> env_;  // launch mode with injection
   int log_fd_ = -1;                  // markers.log
   std::string log_path_;
-  std::filesystem::path temp_dir_;   // the bootstrap's directory when the profile's cannot be used
+  std::filesystem::path temp_dir_;   // the bootstrap's private directory
   bool log_failed_ = false;
   StepSummary summary_;
 };

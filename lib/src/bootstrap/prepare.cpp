@@ -10,6 +10,7 @@
 
 #include "launch/proc.hpp"
 #include "sprof/bootstrap.hpp"
+#include "sprof/profile_samples.hpp"
 
 namespace sprof::bootstrap {
 namespace fs = std::filesystem;
@@ -115,6 +116,8 @@ Result<BootstrapEnv> prepare(const fs::path& dir, const PrepareOptions& options)
       {kEnvMarkerPath, env.channel.proc_path()},
       {kEnvTorch, options.torch ? "1" : "0"},
   };
+  // --sprof-frames: deterministic mode keeps sprof's functions in its stats too.
+  if (store::show_sprof_frames()) env.variables.emplace_back("SPROF_SPROF_FRAMES", "1");
   if (options.cprofile) {
     for (auto& variable : cprofile_environment(*options.cprofile)) env.variables.push_back(std::move(variable));
   }

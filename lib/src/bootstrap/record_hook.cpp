@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "sprof/profile_samples.hpp"
 #include "sprof/step_hook.hpp"
 
 namespace sprof::bootstrap {
@@ -53,15 +54,25 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
 
   PrepareOptions prepare_options;
   prepare_options.torch = options_.torch;
-  auto env = prepare(output_dir / kBootstrapDir, prepare_options);
-  if (!env.ok()) {
-    // A profile directory PYTHONPATH cannot hold (':'): a private temporary directory instead,
-    // removed when the hook goes (after the command has exited).
-    char pattern[] = "/tmp/sprof-bootstrap-XXXXXX";
-    if (::mkdtemp(pattern) != nullptr) {
-      temp_dir_ = pattern;
-      env = prepare(temp_dir_, prepare_options);
+  // The bootstrap's files go to a private temporary directory removed with the hook (after the
+  // command has exited), not into the profile: users should not find sprof's sources there, and
+  // its name is how readers recognise sprof's own frames (store::is_sprof_bootstrap_file).
+  // $TMPDIR first; /tmp when that fails (PYTHONPATH cannot hold a path with ':').
+  std::error_code tmp_ec;
+  fs::path tmp = fs::temp_directory_path(tmp_ec);
+  Result<BootstrapEnv> env = make_error(ErrorKind::io, "no temporary directory for the bootstrap");
+  for (const fs::path& base : {tmp_ec ? fs::path("/tmp") : tmp, fs::path("/tmp")}) {
+    std::string pattern = (base / (std::string(store::kBootstrapDirPrefix) + "XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      env = make_error(ErrorKind::io, "cannot create {}: {}", pattern, std::strerror(errno));
+      continue;
     }
+    env = prepare(pattern, prepare_options);
+    if (env.ok()) {
+      temp_dir_ = pattern;
+      break;
+    }
+    fs::remove_all(pattern, tmp_ec);
   }
   if (!env.ok()) {
     spdlog::warn("no step markers: {}", env.error().message);

@@ -8,6 +8,28 @@ namespace sprof::store {
 
 namespace fs = std::filesystem;
 
+namespace {
+bool g_show_sprof_frames = false;
+}  // namespace
+
+void set_show_sprof_frames(bool show) { g_show_sprof_frames = show; }
+bool show_sprof_frames() { return g_show_sprof_frames; }
+
+bool is_sprof_bootstrap_file(std::string_view file) {
+  // <dir>/sitecustomize.py or <dir>/sprof/<name>.py, <dir> as record makes it.
+  size_t slash = file.rfind('/');
+  if (slash == std::string_view::npos || !file.ends_with(".py")) return false;
+  std::string_view dir = file.substr(0, slash);
+  if (file.substr(slash + 1) != "sitecustomize.py") {
+    if (!dir.ends_with("/sprof")) return false;
+    dir.remove_suffix(6);
+  }
+  if (dir.ends_with("/markers/python")) return true;  // profiles recorded before the private directory
+  size_t last = dir.rfind('/');
+  std::string_view name = last == std::string_view::npos ? dir : dir.substr(last + 1);
+  return name.size() == std::string_view(kBootstrapDirPrefix).size() + 6 && name.starts_with(kBootstrapDirPrefix);
+}
+
 Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
@@ -34,6 +56,9 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
       if (log->trailing_bytes() > 0) {
         spdlog::debug("{}: ignoring {} bytes after the last complete chunk ({})", file.string(), log->trailing_bytes(),
                       log->stop_reason());
+      }
+      if (!g_show_sprof_frames) {
+        log->hide_functions([](const LogFunction& f) { return is_sprof_bootstrap_file(f.file); });
       }
       ProcessSamples p{entry.path().filename().string(), file, std::move(log).value(), nullptr};
       profile.processes.push_back(std::move(p));

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sprof/sample_log.hpp"
@@ -105,6 +106,7 @@ Result<SampleLog> SampleLog::parse(std::string bytes, std::string name) {
   log.bytes_ = std::move(bytes);
   const std::string& b = log.bytes_;
   log.stack_nodes_.push_back({});  // stack 0: empty
+  log.file_stack_count_ = 1;
 
   if (b.size() < kFileHeaderSize) {
     // A file cut inside its header (killed right after creation) holds no samples yet.
@@ -311,6 +313,7 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
 
   invalid_count_ += invalid;
   sample_count_ += decoded;
+  file_stack_count_ = stack_nodes_.size();
   if (decoded > 0) {
     chunks_.push_back({size_t(samples_begin - base), body_end, first_us * 1000, last_us * 1000, decoded});
   }
@@ -326,9 +329,42 @@ void SampleLog::stack_frames(uint32_t stack, std::vector<uint32_t>& out) const {
   }
 }
 
+size_t SampleLog::hide_functions(const std::function<bool(const LogFunction&)>& hidden) {
+  std::vector<char> hide(functions_.size(), 0);
+  size_t count = 0;
+  for (size_t i = 0; i < functions_.size(); ++i) {
+    hide[i] = hidden(functions_[i]) ? 1 : 0;
+    count += hide[i];
+  }
+  if (count == 0) return 0;
+  // Parents precede children, so one pass maps each node to the node of its visible frames.
+  std::vector<StackNode> kept(1);
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> index;  // (parent, frame) -> kept node
+  std::vector<uint32_t> remap(stack_nodes_.size(), 0);
+  for (size_t id = 1; id < stack_nodes_.size(); ++id) {
+    const StackNode& node = stack_nodes_[id];
+    uint32_t parent = remap[node.parent];
+    if (hide[frames_[node.frame].function]) {
+      remap[id] = parent;
+      continue;
+    }
+    auto [it, added] = index.try_emplace({parent, node.frame}, uint32_t(kept.size()));
+    if (added) kept.push_back({parent, node.frame});
+    remap[id] = it->second;
+  }
+  // Hiding again composes with what an earlier call left.
+  if (!stack_remap_.empty()) {
+    for (uint32_t& id : stack_remap_) id = remap[id];
+  } else {
+    stack_remap_ = std::move(remap);
+  }
+  stack_nodes_ = std::move(kept);
+  return count;
+}
+
 void SampleLog::for_each_sample(int64_t from_ns, int64_t to_ns,
                                 const std::function<void(const SampleRecord&)>& fn) const {
-  SampleSectionInfo info{threads_.size(), stack_nodes_.size()};
+  SampleSectionInfo info{threads_.size(), file_stack_count_};
   std::vector<uint32_t> last_stack;
   std::vector<std::pair<uint32_t, uint32_t>> prev;
   for (const Chunk& chunk : chunks_) {
@@ -338,7 +374,11 @@ void SampleLog::for_each_sample(int64_t from_ns, int64_t to_ns,
     const char* base = bytes_.data();
     decode_samples(base + chunk.samples_begin, base + chunk.samples_end, chunk.first_ns / 1000, info, last_stack,
                    prev, count, [&](const SampleRecord& r) {
-                     if (whole || (r.time_ns >= from_ns && r.time_ns < to_ns)) fn(r);
+                     if (!whole && (r.time_ns < from_ns || r.time_ns >= to_ns)) return;
+                     if (stack_remap_.empty()) return fn(r);
+                     SampleRecord visible = r;
+                     visible.stack = stack_remap_[r.stack];
+                     fn(visible);
                    });
   }
 }

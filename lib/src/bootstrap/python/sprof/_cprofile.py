@@ -164,10 +164,59 @@ def _dump(profiler, name):
     os.makedirs(target, exist_ok=True)
     path = os.path.join(target, "python_stats")
     temporary = path + ".tmp%d" % os.getpid()
-    pstats.Stats(profiler).dump_stats(temporary)
+    stats = pstats.Stats(profiler)
+    if os.environ.get("SPROF_SPROF_FRAMES") != "1":
+        stats.stats = without_sprof_functions(stats.stats, _sprof_files)
+    stats.dump_stats(temporary)
     os.replace(temporary, path)
     if _framework == "python":
         _written.append(name)
+
+
+# sprof's own files (this package and the sitecustomize beside it): their functions are left out
+# of the stats, as every view of sampled stacks leaves them out.
+_sprof_files = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sitecustomize.py"))
+
+
+def without_sprof_functions(stats, prefixes):
+    """A pstats dict without the functions whose file starts with one of `prefixes`. A caller
+    edge from such a function goes to its nearest callers outside them (split by their share of
+    its cumulative time), so a function the DataLoader wrapper called is called by the loop."""
+    def hidden(func):
+        return func[0].startswith(prefixes)
+
+    def visible_callers(func, weight, seen, out):
+        callers = stats[func][4] if func in stats else {}
+        total = sum(edge[3] for edge in callers.values())
+        for caller, edge in callers.items():
+            share = weight * (edge[3] / total if total > 0 else 1.0 / len(callers))
+            if not hidden(caller):
+                out[caller] = out.get(caller, 0.0) + share
+            elif caller not in seen:
+                visible_callers(caller, share, seen | {caller}, out)
+        return out
+
+    kept = {}
+    for func, (cc, nc, tt, ct, callers) in stats.items():
+        if hidden(func):
+            continue
+        new_callers = {}
+        for caller, edge in callers.items():
+            if not hidden(caller):
+                new_callers[caller] = tuple(a + b for a, b in zip(new_callers.get(caller, (0, 0, 0.0, 0.0)), edge))
+                continue
+            targets = visible_callers(caller, 1.0, {caller}, {})
+            counts_left = [edge[0], edge[1]]
+            for i, (target, share) in enumerate(sorted(targets.items(), key=lambda t: -t[1])):
+                last = i == len(targets) - 1
+                nc_part = counts_left[0] if last else int(round(edge[0] * share))
+                cc_part = counts_left[1] if last else int(round(edge[1] * share))
+                counts_left = [counts_left[0] - nc_part, counts_left[1] - cc_part]
+                part = (nc_part, cc_part, edge[2] * share, edge[3] * share)
+                new_callers[target] = tuple(a + b for a, b in zip(new_callers.get(target, (0, 0, 0.0, 0.0)), part))
+        kept[func] = (cc, nc, tt, ct, new_callers)
+    return kept
 
 
 def _move_to_pytorch():
