@@ -112,6 +112,19 @@ void render_job(std::string& out, const report::AnalyzeReport& r, bool color, si
   if (!job.nodes.empty()) facts.add_row({{"nodes", ""}, {fmt::format("{}", fmt::join(job.nodes, ", ")), ""}});
   facts.add_row({{"processes", ""},
                  {job.has_manifest ? std::to_string(job.processes.size()) : "unknown (no sprof.json)", ""}});
+  // sprof's own costs, each under its own name: shares of a core while sampling, CPU seconds after.
+  std::vector<std::string> during, after;
+  for (const auto& c : r.own_costs) {
+    if (c.after_sampling) {
+      after.push_back(fmt::format("{} {} CPU in {}", c.name, seconds_text(c.cpu_s), seconds_text(c.wall_s)));
+    } else {
+      during.push_back(fmt::format("{} {:.2f}%", c.name, 100.0 * c.core_share()));
+    }
+  }
+  if (!during.empty()) {
+    facts.add_row({{"sprof's cost", ""}, {fmt::format("{} of a core while sampling", fmt::join(during, ", ")), ""}});
+  }
+  if (!after.empty()) facts.add_row({{"", ""}, {fmt::format("after the job: {}", fmt::join(after, ", ")), ""}});
   std::string table = facts.render(false, width);
   out += indent(table.substr(table.find('\n') + 1));  // no header row
   if (!job.processes.empty()) {
@@ -218,7 +231,7 @@ void render_system(std::string& out, const report::AnalyzeReport& r, bool color,
   std::string title = "SYSTEM USAGE";
   if (r.system_interval_ms) {
     title += fmt::format(" (every {} ms", *r.system_interval_ms);
-    if (r.sysmon_cpu_share) title += fmt::format("; the sampler used {:.2f}% of a core", 100.0 * *r.sysmon_cpu_share);
+    if (r.sysmon_cpu_share) title += fmt::format("; the monitor used {:.2f}% of a core", 100.0 * *r.sysmon_cpu_share);
     title += ")";
   }
   heading(out, color, title);

@@ -237,7 +237,27 @@ class AnalyzeRecordedRun(TempDirTestCase):
         self.assertEqual(report["phases"]["phases"], [])
         # System usage for the whole run, the target's process tree included.
         self.assertEqual(report["system"]["interval_ms"], 100)
-        self.assertGreaterEqual(report["system"]["sampler_cpu_share"], 0)
+        self.assertGreaterEqual(report["system"]["monitor_cpu_share"], 0)
+        # sprof's own costs, each under its own name; the parts measured while sampling add up
+        # to no more than all of sprof's CPU time then.
+        # (analyze leaves out parts under 1 ms of CPU; sprof.json has every measured figure).
+        costs = {(c["name"], c["after_sampling"]): c for c in report["own_costs"]}
+        for name in ("sampler", "system monitor"):
+            self.assertIn((name, False), costs, report["own_costs"])
+        self.assertGreater(costs[("sampler", False)]["cpu_s"], 0)
+        self.assertLess(costs[("sampler", False)]["core_share"], 1.0)
+        self.assertTrue(all(c["cpu_s"] >= 0.001 for c in report["own_costs"]), report["own_costs"])
+        with open(os.path.join(out, "sprof.json")) as f:
+            recorded = json.load(f)
+        parts = recorded["own_costs"]
+        self.assertEqual(sorted(parts), ["markers", "stats_directories", "system_monitor"])
+        self.assertGreater(parts["markers"]["while_sampling_cpu_s"], 0)  # drained every ~20 ms
+        self.assertGreater(parts["stats_directories"]["after_sampling_cpu_s"], 0)
+        self.assertGreaterEqual(parts["stats_directories"]["after_sampling_wall_s"],
+                                parts["stats_directories"]["after_sampling_cpu_s"] * 0.5)
+        during = (recorded["health"]["sampler_cpu_s"] + recorded["system_metrics"]["thread_cpu_s"] +
+                  sum(p["while_sampling_cpu_s"] for p in parts.values()))
+        self.assertLessEqual(during, recorded["health"]["process_cpu_s"] + 0.005)
         metrics = {m["metric"]: m for m in report["system"]["metrics"]}
         self.assertIn("process tree CPUUtilization", metrics)
         self.assertIn("process tree ResidentMemoryBytes", metrics)
@@ -248,6 +268,7 @@ class AnalyzeRecordedRun(TempDirTestCase):
         self.assertLess(job["end_us"] / 1e6 - cov["last_s"], 2.0)
         table = run_sprof("analyze", out, check=EXIT_OK).stdout
         self.assertIn("burn_cpu", table)
+        self.assertRegex(table, r"sprof's cost +sampler \d+\.\d\d%, system monitor \d+\.\d\d%")
         self.assertIn("process tree CPUUtilization", table)
 
 

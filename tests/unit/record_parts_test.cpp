@@ -47,6 +47,7 @@ TEST_CASE("manifest round trip keeps every field and foreign sections", "[record
   m.health.thread_samples = 1000;
   m.health.invalid = 3;
   m.health.sampler_cpu_s = 0.25;
+  m.health.process_cpu_s = 0.5;
   m.exit_status = 130;
   m.exit_signal = 2;
   m.errors = {"something odd"};
@@ -67,6 +68,8 @@ TEST_CASE("manifest round trip keeps every field and foreign sections", "[record
   CHECK(back->node_ids() == std::vector<std::string>{"4242-algo-1"});
   CHECK(back->health.invalid == 3);
   CHECK(std::abs(back->health.invalid_share() - 3.0 / 1003.0) < 1e-12);
+  CHECK(back->health.sampler_cpu_s == 0.25);
+  CHECK(back->health.process_cpu_s == 0.5);
   CHECK(back->exit_status == 130);
   CHECK(back->exit_signal == 2);
   REQUIRE(back->extra.size() == 1);

@@ -117,7 +117,21 @@ struct AnalyzeReport {
   std::vector<SystemCoverage> system_coverage;
   std::vector<SystemUsageRow> system;
   std::optional<int> system_interval_ms;  // from the manifest, when sprof recorded them
-  std::optional<double> sysmon_cpu_share; // the sampler thread's CPU time / wall time
+  std::optional<double> sysmon_cpu_share; // the system monitor thread's CPU time / its wall time
+
+  // sprof's own costs as record measured them, each under its own name: "sampler", "system
+  // monitor", "markers" (draining and persisting the bootstrap's markers), "stats directories"
+  // (writing them after the target ended), or for a profile recorded before they were told apart,
+  // "sprof process" (all of sprof's threads). Parts under 1 ms of CPU are left out (sprof.json's
+  // own_costs section has every measured figure).
+  struct OwnCost {
+    std::string name;
+    double cpu_s = 0;
+    double wall_s = 0;             // the time it was spent over
+    bool after_sampling = false;   // spent after the target ended, before record exited
+    double core_share() const { return wall_s > 0 ? cpu_s / wall_s : 0; }
+  };
+  std::vector<OwnCost> own_costs;
   std::string system_note;
 
   std::vector<rules::RuleResult> rules;

@@ -26,6 +26,7 @@ class IntervalStatsHook : public launch::RecordHooks {
 
   // Never fails the recording: problems are logged and listed in the manifest's errors.
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
+  std::string cost_name() const override { return "stats_directories"; }
 
   const std::optional<WriteSummary>& summary() const { return summary_; }
 

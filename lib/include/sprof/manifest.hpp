@@ -45,7 +45,8 @@ struct SamplingHealth {
   double max_lag_ms = 0;        // worst lateness of a tick
   uint64_t behind_warnings = 0; // "behind in sampling" warnings given
   double achieved_rate_hz = 0;  // ticks / sampled seconds
-  double sampler_cpu_s = 0;     // sprof's own CPU time (user + system)
+  double sampler_cpu_s = 0;     // the sampling thread's CPU time (user + system), without the hooks' share
+  double process_cpu_s = 0;     // all of sprof's CPU time while sampling (every thread)
   double mean_tick_us = 0;      // mean wall time to take one tick (all processes)
   double max_tick_ms = 0;       // slowest tick
   double invalid_share() const {

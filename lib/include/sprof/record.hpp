@@ -65,6 +65,9 @@ class RecordHooks {
   virtual void on_process(const store::ManifestProcess& /*process*/) {}
   // About four times a second while sampling.
   virtual void on_progress(const RecordProgress& /*progress*/) {}
+  // The name sprof's own costs are reported under ("markers", "system_monitor", ...), for the
+  // CPU time record measures in this hook's calls; empty: not reported.
+  virtual std::string cost_name() const { return {}; }
   // Sampling has stopped and the sample logs are closed; add sections to the manifest
   // (written after this returns) or derived files to the directory.
   virtual Status on_finish(const std::filesystem::path& /*output_dir*/, store::Manifest& /*manifest*/) { return {}; }

@@ -57,6 +57,7 @@ class StepRecordHook : public launch::RecordHooks {
 
   Status prepare_child(const std::filesystem::path& output_dir, launch::ChildSetup& setup) override;
   void on_housekeeping(int64_t now_ns) override;
+  std::string cost_name() const override { return "markers"; }
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
 
   const StepSummary& summary() const { return summary_; }

@@ -16,6 +16,7 @@ class SystemMonitorHook : public launch::RecordHooks {
   explicit SystemMonitorHook(MonitorOptions options) : options_(std::move(options)) {}
   void on_start(const launch::RecordContext& context) override;
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
+  std::string cost_name() const override { return "system_monitor"; }
   const SystemMonitor* monitor() const { return monitor_.get(); }
 
  private:

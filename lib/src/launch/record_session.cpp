@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "launch/child_process.hpp"
@@ -51,6 +52,13 @@ int64_t realtime_ns() {
   return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// CPU time of the calling thread: the session samples, and calls the hooks, on one thread.
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 double cpu_seconds() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -79,7 +87,8 @@ std::string command_text(const std::vector<std::string>& command) {
 }  // namespace
 
 RecordSession::RecordSession(RecordOptions options, std::vector<RecordHooks*> hooks, Attacher attacher)
-    : options_(std::move(options)), hooks_(std::move(hooks)), attacher_(std::move(attacher)) {
+    : options_(std::move(options)), hooks_(std::move(hooks)), attacher_(std::move(attacher)),
+      hook_costs_(hooks_.size()), session_cpu_start_ns_(thread_cpu_ns()) {
   sample_options_.blocking = options_.blocking;
 }
 
@@ -454,7 +463,27 @@ void RecordSession::housekeeping(int64_t now_ns) {
     RecordProgress p = progress(now_ns);
     for (auto* h : hooks_) h->on_progress(p);
   }
-  for (auto* h : hooks_) h->on_housekeeping(now_ns);
+  for (size_t i = 0; i < hooks_.size(); ++i) {
+    int64_t before = thread_cpu_ns();
+    hooks_[i]->on_housekeeping(now_ns);
+    hook_costs_[i].while_sampling_cpu_ns += thread_cpu_ns() - before;
+  }
+}
+
+void RecordSession::add_costs_section() {
+  // Each of sprof's own costs under its own name: the sampler (health.sampler_cpu_s) and each
+  // hook's calls on the session thread while sampling and after it (the system monitor's own
+  // thread is measured by the monitor: system_metrics.thread_cpu_s).
+  nlohmann::ordered_json parts = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < hooks_.size(); ++i) {
+    std::string name = hooks_[i]->cost_name();
+    if (name.empty()) continue;
+    const HookCost& c = hook_costs_[i];
+    parts[name] = {{"while_sampling_cpu_s", double(c.while_sampling_cpu_ns) / 1e9},
+                   {"after_sampling_cpu_s", double(c.after_cpu_ns) / 1e9},
+                   {"after_sampling_wall_s", double(c.after_wall_ns) / 1e9}};
+  }
+  manifest_.extra.emplace_back("own_costs", parts.dump());
 }
 
 RecordProgress RecordSession::progress(int64_t now_ns) const {
@@ -542,16 +571,24 @@ Result<RecordResult> RecordSession::finish() {
   h.achieved_rate_hz = end > start_ns_ ? double(ticks_) / (double(end - start_ns_) / 1e9) : 0;
   h.mean_tick_us = ticks_ > 0 ? double(tick_wall_ns_) / double(ticks_) / 1e3 : 0;
   h.max_tick_ms = double(max_tick_ns_) / 1e6;
-  h.sampler_cpu_s = cpu_seconds();
+  // The sampler's own CPU time: the session thread's, less what the hooks took on it.
+  int64_t hooks_cpu_ns = 0;
+  for (const HookCost& c : hook_costs_) hooks_cpu_ns += c.while_sampling_cpu_ns;
+  h.sampler_cpu_s = double(std::max<int64_t>(thread_cpu_ns() - session_cpu_start_ns_ - hooks_cpu_ns, 0)) / 1e9;
+  h.process_cpu_s = cpu_seconds();
   manifest_.state = "complete";
 
-  for (auto* hook : hooks_) {
-    Status status = hook->on_finish(dir_, manifest_);
+  for (size_t i = 0; i < hooks_.size(); ++i) {
+    int64_t cpu_before = thread_cpu_ns(), wall_before = monotonic_ns();
+    Status status = hooks_[i]->on_finish(dir_, manifest_);
+    hook_costs_[i].after_cpu_ns += thread_cpu_ns() - cpu_before;
+    hook_costs_[i].after_wall_ns += monotonic_ns() - wall_before;
     if (!status.ok()) {
       spdlog::error("{}", status.error().message);
       manifest_.errors.push_back(status.error().message);
     }
   }
+  add_costs_section();
   if (child_status_) manifest_.exit_status = child_status_;
   write_manifest_now();
 

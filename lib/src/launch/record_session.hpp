@@ -62,6 +62,7 @@ class RecordSession {
   Tracked* find(pid_t pid);
   RecordProgress progress(int64_t now_ns) const;
   void write_manifest_now();
+  void add_costs_section();
   Result<RecordResult> finish();
   void wait_for_child();
 
@@ -91,6 +92,15 @@ class RecordSession {
   uint64_t ticks_ = 0;
   uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;
+
+  // CPU time this thread spent in each hook (aligned with hooks_), and its CPU time at the start.
+  struct HookCost {
+    int64_t while_sampling_cpu_ns = 0;
+    int64_t after_cpu_ns = 0;
+    int64_t after_wall_ns = 0;
+  };
+  std::vector<HookCost> hook_costs_;
+  int64_t session_cpu_start_ns_ = 0;
 };
 
 }  // namespace sprof::launch

@@ -77,6 +77,47 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
   job.nodes.assign(nodes.begin(), nodes.end());
 }
 
+void fill_own_costs(const store::Manifest& m, AnalyzeReport& report) {
+  double sampling_s = m.end_ns > m.start_ns ? double(m.end_ns - m.start_ns) / 1e9 : 0;
+  const nlohmann::json* parts = nullptr;
+  nlohmann::json parsed;
+  for (const auto& [key, text] : m.extra) {
+    if (key != "own_costs") continue;
+    parsed = nlohmann::json::parse(text, nullptr, false);
+    if (parsed.is_object()) parts = &parsed;
+  }
+  auto& costs = report.own_costs;
+  if (parts == nullptr) {
+    // Recorded before the costs were told apart: health.sampler_cpu_s was all of sprof's CPU.
+    if (m.health.sampler_cpu_s > 0) costs.push_back({"sprof process", m.health.sampler_cpu_s, sampling_s, false});
+    return;
+  }
+  costs.push_back({"sampler", m.health.sampler_cpu_s, sampling_s, false});
+  if (report.sysmon_cpu_share) costs.push_back({"system monitor", *report.sysmon_cpu_share * sampling_s, sampling_s, false});
+  auto number = [](const nlohmann::json& j, const char* key) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+  };
+  // Under a millisecond is what the clock reads around a hook's calls cost by themselves: a hook
+  // with nothing to do then still shows that much, so such parts are left out of the report.
+  constexpr double kNegligibleCpuS = 0.001;
+  for (const auto& [name, part] : parts->items()) {
+    if (!part.is_object()) continue;
+    std::string label = name;
+    std::replace(label.begin(), label.end(), '_', ' ');
+    double during = number(part, "while_sampling_cpu_s");
+    // The system monitor's housekeeping calls are a small part of its thread's time, added to it.
+    if (label == "system monitor" && report.sysmon_cpu_share) {
+      for (auto& c : costs) {
+        if (c.name == label) c.cpu_s += during;
+      }
+    } else if (during >= kNegligibleCpuS) {
+      costs.push_back({label, during, sampling_s, false});
+    }
+    double after = number(part, "after_sampling_cpu_s");
+    if (after >= kNegligibleCpuS) costs.push_back({label, after, number(part, "after_sampling_wall_s"), true});
+  }
+}
+
 void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
   for (const auto& [key, text] : m.extra) {
     if (key != "system_metrics") continue;
@@ -213,7 +254,10 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   // System usage.
   summarize_system(system, report.system_coverage, report.system);
-  if (manifest != nullptr) fill_sysmon_manifest(*manifest, report);
+  if (manifest != nullptr) {
+    fill_sysmon_manifest(*manifest, report);
+    fill_own_costs(*manifest, report);
+  }
   if (system.empty()) {
     report.system_note = sprof_profile ? "no system metrics (recorded with --no-system-metrics?)"
                                        : "no system metrics (system/incremental)";

@@ -115,7 +115,7 @@ std::string analyze_json(const AnalyzeReport& r) {
 
   Json system;
   system["interval_ms"] = r.system_interval_ms ? Json(*r.system_interval_ms) : Json(nullptr);
-  system["sampler_cpu_share"] = r.sysmon_cpu_share ? Json(*r.sysmon_cpu_share) : Json(nullptr);
+  system["monitor_cpu_share"] = r.sysmon_cpu_share ? Json(*r.sysmon_cpu_share) : Json(nullptr);
   Json coverage = Json::array();
   for (const auto& c : r.system_coverage) {
     coverage.push_back({{"node", c.node},
@@ -140,6 +140,12 @@ std::string analyze_json(const AnalyzeReport& r) {
   system["metrics"] = std::move(metrics);
   system["note"] = note_or_null(r.system_note);
   out["system"] = std::move(system);
+  Json costs = Json::array();
+  for (const auto& c : r.own_costs) {
+    costs.push_back({{"name", c.name}, {"cpu_s", c.cpu_s}, {"wall_s", c.wall_s}, {"core_share", c.core_share()},
+                     {"after_sampling", c.after_sampling}});
+  }
+  out["own_costs"] = std::move(costs);
 
   Json rule_list = Json::array();
   for (const auto& rr : r.rules) {

@@ -92,7 +92,8 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
                  {"achieved_rate_hz", h.achieved_rate_hz},
                  {"mean_tick_us", h.mean_tick_us},
                  {"max_tick_ms", h.max_tick_ms},
-                 {"sampler_cpu_s", h.sampler_cpu_s}};
+                 {"sampler_cpu_s", h.sampler_cpu_s},
+                 {"process_cpu_s", h.process_cpu_s}};
   j["exit"] = {{"status", m.exit_status ? ordered_json(*m.exit_status) : ordered_json()},
                {"signal", m.exit_signal ? ordered_json(*m.exit_signal) : ordered_json()}};
   j["errors"] = m.errors;
@@ -196,6 +197,7 @@ Result<Manifest> read_manifest(const std::filesystem::path& dir) {
       get_if(*h, "mean_tick_us", m.health.mean_tick_us);
       get_if(*h, "max_tick_ms", m.health.max_tick_ms);
       get_if(*h, "sampler_cpu_s", m.health.sampler_cpu_s);
+      get_if(*h, "process_cpu_s", m.health.process_cpu_s);
     }
     if (auto e = j.find("exit"); e != j.end()) {
       if (auto s = e->find("status"); s != e->end() && s->is_number_integer()) m.exit_status = s->get<int>();
