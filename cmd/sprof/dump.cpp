@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "option_checks.hpp"
 #include "sprof/pyframes.hpp"
 
 namespace sprof::cli {
@@ -189,7 +190,7 @@ void add_dump(CLI::App& app, CommandList& commands) {
   cmd->add_option("-n,--count", options->count, "Dump this many times")->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--interval", options->interval, "Seconds between dumps with --count")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0, kMaxDurationS))
       ->capture_default_str();
   commands.push_back({cmd, [options]() -> Result<int> {
                         SPROF_TRY(auto process, pyframes::PythonProcess::attach(options->pid));

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "option_checks.hpp"
 #include "sprof/bootstrap.hpp"
 #include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
@@ -208,9 +209,9 @@ void add_record(CLI::App& app, CommandList& commands) {
       "record", "Run a command (after --) or attach to --pid, sample its Python stacks, write a profile directory");
   sub->add_option("-r,--rate", flags->options.rate_hz, "Samples per second (exponentially jittered)")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 100000.0));
+      ->check(finite_in(1.0, 100000.0));
   sub->add_option("-d,--duration", flags->options.duration_s, "Stop sampling after this many seconds (default: until the target exits)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_positive(kMaxDurationS));
   sub->add_option("-p,--pid", flags->options.attach_pid, "Attach to this running process instead of starting a command")
       ->check(CLI::PositiveNumber);
   sub->add_option("-o,--output", flags->output, "Profile directory (default: sprof-<pid>-<UTC time>)");

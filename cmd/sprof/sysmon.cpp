@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "option_checks.hpp"
 #include "sprof/exit_codes.hpp"
 #include "sprof/sysmon.hpp"
 
@@ -69,7 +70,9 @@ void add_sysmon(CLI::App& app, CommandList& commands) {
   sub->add_option("-o,--output", options->output, "Profile directory to write system/ into")->required();
   sub->add_option("--system-interval-ms", options->interval_ms, "Sampling interval: 100, 200, 500, 1000, 5000, 60000")
       ->capture_default_str();
-  sub->add_option("--duration", options->duration_s, "Seconds to run")->capture_default_str();
+  sub->add_option("--duration", options->duration_s, "Seconds to run")
+      ->capture_default_str()
+      ->check(finite_positive(kMaxDurationS));
   sub->add_option("--pid", options->pid, "Root of the process tree to measure");
   sub->add_option("--node-id", options->node_id, "Node id (algo-<n>)")->capture_default_str();
   sub->add_flag("--no-gpu", options->no_gpu, "Do not load NVML");

@@ -1,5 +1,7 @@
 #include "window_flags.hpp"
 
+#include "option_checks.hpp"
+
 namespace sprof::cli {
 
 void add_window_flags(CLI::App* sub, WindowFlags& f) {
@@ -8,9 +10,11 @@ void add_window_flags(CLI::App* sub, WindowFlags& f) {
   f.num_steps_opt = sub->add_option("--python-num-steps", f.num_steps,
                                     "Profiling window: number of steps from --python-start-step (default 1)");
   f.start_time_opt = sub->add_option("--python-start-time", f.start_time_s,
-                                     "Profiling window: start, Unix epoch seconds (exclusive with the step flags)");
+                                     "Profiling window: start, Unix epoch seconds (exclusive with the step flags)")
+                         ->check(finite_in(0, 1e11));
   f.duration_opt = sub->add_option("--python-duration", f.duration_s,
-                                   "Profiling window: length in seconds from --python-start-time");
+                                   "Profiling window: length in seconds from --python-start-time")
+                       ->check(finite_positive(kMaxDurationS));
 }
 
 Result<std::optional<window::ProfilingWindow>> window_from_flags(const WindowFlags& f) {

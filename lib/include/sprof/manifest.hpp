@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -94,5 +95,7 @@ struct Manifest {
 // Writes <dir>/sprof.json atomically (temporary file + rename).
 Status write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
 Result<Manifest> read_manifest(const std::filesystem::path& dir);
+// The manifest in `text`; `path` names it in errors.
+Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::path& path);
 
 }  // namespace sprof::store

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sprof/result.hpp"
@@ -25,6 +26,12 @@ inline constexpr const char* kPyinstrumentName = "pyinstrument";
 inline constexpr const char* kCprofileStatsFile = "python_stats";
 inline constexpr const char* kPyinstrumentJsonFile = "python_stats.json";
 inline constexpr const char* kPyinstrumentHtmlFile = "python_stats.html";
+
+// A string read from a file (a node id, a framework name, ...) that becomes one component of a
+// path under the profile directory: non-empty, at most 255 bytes, no '/', no NUL, not "." or
+// "..", so that nothing is ever written outside the profile. A bad one is a bad_input error
+// naming `where` (the file and field it came from).
+Status check_path_component(std::string_view value, std::string_view where);
 
 // One stats file: smdebug's StepPythonProfileStats.
 struct StatsRecord {

@@ -4,6 +4,8 @@
 #include <functional>
 #include <map>
 
+#include "sprof/manifest.hpp"
+#include "sprof/profile.hpp"
 #include "sprof/step_hook.hpp"
 #include "sprof/trace_writer.hpp"
 
@@ -131,6 +133,9 @@ Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, cons
     store::TraceWriterOptions options;
     options.profile_dir = profile_dir;
     options.node_id = node_id_for(manifest, pid);
+    // From sprof.json: it names the trace files.
+    SPROF_TRY_STATUS(store::check_path_component(
+        options.node_id, fmt::format("{}: node_id of pid {}", (profile_dir / store::kManifestFileName).string(), pid)));
     options.suffix = std::string(store::kModelTimelineSuffix);
     options.base_us = base_us;
     SPROF_TRY(store::TraceWriter writer, store::TraceWriter::create(options));

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "sprof/interval_stats.hpp"
+#include "sprof/manifest.hpp"
+#include "sprof/profile.hpp"
 
 namespace sprof::intervals {
 namespace {
@@ -96,6 +98,9 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
     const int32_t pid = p.log.pid();
     const std::string node_id =
         p.process != nullptr && !p.process->node_id.empty() ? p.process->node_id : p.node_id;
+    // Both come from files (sprof.json, the markers) and name directories stats-dirs writes.
+    SPROF_TRY_STATUS(store::check_path_component(
+        node_id, fmt::format("{}: node_id of pid {}", (profile.dir / store::kManifestFileName).string(), pid)));
 
     std::vector<bootstrap::Interval> intervals;
     std::vector<bootstrap::TimeRange> paused;
@@ -118,6 +123,8 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       intervals.push_back(whole);
     }
 
+    SPROF_TRY_STATUS(store::check_path_component(
+        framework, fmt::format("{}: framework of pid {}", (profile.dir / "markers").string(), pid)));
     const bool from_timeline = tl != nullptr && !tl->intervals.empty();
     for (size_t i = 0; i < intervals.size(); ++i) {
       const bootstrap::Interval& interval = intervals[i];

@@ -1,5 +1,8 @@
 #include "launch/proc.hpp"
 
+#include "sprof/profile.hpp"
+#include "store/json_text.hpp"
+
 #include <dirent.h>
 #include <unistd.h>
 
@@ -111,9 +114,12 @@ std::optional<std::string> environment_variable(pid_t pid, const std::string& na
 
 std::string node_host() {
   std::string host;
-  auto config = nlohmann::json::parse(read_small_file("/opt/ml/input/config/resourceconfig.json"), nullptr, false);
+  std::string text = read_small_file("/opt/ml/input/config/resourceconfig.json");
+  auto config = store::json_depth_within(text) ? nlohmann::json::parse(text, nullptr, false) : nlohmann::json();
   if (config.is_object() && config.contains("current_host") && config["current_host"].is_string()) {
     host = config["current_host"].get<std::string>();
+    // It becomes part of node ids, and so of directory and file names.
+    if (!store::check_path_component(host, "current_host").ok()) host.clear();
   }
   if (host.empty()) {
     char name[256] = {};

@@ -1,5 +1,7 @@
 #include "sprof/manifest.hpp"
 
+#include "store/json_text.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -24,10 +27,20 @@ ordered_json clock_point(const Manifest& m, int64_t monotonic_ns) {
   return j;
 }
 
+// A key of the wrong type is an error that names the key (the caller adds the file).
+struct WrongType : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 template <class T>
 void get_if(const ordered_json& j, const char* key, T& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->get<T>();
+  if (it == j.end() || it->is_null()) return;
+  try {
+    out = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw WrongType(fmt::format("\"{}\" has the wrong type ({})", key, it->type_name()));
+  }
 }
 
 }  // namespace
@@ -137,7 +150,14 @@ Result<Manifest> read_manifest(const std::filesystem::path& dir) {
   if (!in) return make_error(ErrorKind::bad_input, "cannot open {}: {}", path.string(), std::strerror(errno));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  auto j = ordered_json::parse(buffer.str(), nullptr, false);
+  return parse_manifest(std::move(buffer).str(), path);
+}
+
+Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::path& path) {
+  if (!json_depth_within(text)) {
+    return make_error(ErrorKind::bad_input, "{} is nested deeper than {} levels", path.string(), kMaxJsonDepth);
+  }
+  auto j = ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error(ErrorKind::bad_input, "{} is not valid JSON", path.string());
   Manifest m;
   try {
@@ -210,6 +230,8 @@ Result<Manifest> read_manifest(const std::filesystem::path& dir) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (known.count(it.key()) == 0) m.extra.emplace_back(it.key(), it.value().dump());
     }
+  } catch (const WrongType& e) {
+    return make_error(ErrorKind::bad_input, "{}: {}", path.string(), e.what());
   } catch (const nlohmann::json::exception& e) {
     return make_error(ErrorKind::bad_input, "{}: unexpected value in the manifest: {}", path.string(), e.what());
   }

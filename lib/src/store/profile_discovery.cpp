@@ -9,6 +9,28 @@
 #include "sprof/profile.hpp"
 
 namespace sprof::store {
+
+Status check_path_component(std::string_view value, std::string_view where) {
+  std::string_view why;
+  if (value.empty()) {
+    why = "is empty";
+  } else if (value.size() > 255) {
+    why = "is longer than 255 bytes";
+  } else if (value == "." || value == "..") {
+    why = "is a relative directory";
+  } else if (value.find('/') != std::string_view::npos) {
+    why = "contains '/'";
+  } else if (value.find('\0') != std::string_view::npos) {
+    why = "contains a NUL byte";
+  }
+  if (why.empty()) return {};
+  std::string shown(value.substr(0, 80));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return make_error(ErrorKind::bad_input, "{}: \"{}\" {}: it would name a path outside the profile directory",
+                    where, shown, why);
+}
 namespace fs = std::filesystem;
 namespace {
 

@@ -60,6 +60,7 @@ namespace {
 
 // Parses one record; returns an explanation when the line is not a record smdebug would accept.
 std::optional<std::string> parse_record(std::string_view line, SystemMetric& out) {
+  if (!json_depth_within(line)) return fmt::format("nested deeper than {} levels", kMaxJsonDepth);
   nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return "not valid JSON";
   if (!j.is_object()) return "not a JSON object";

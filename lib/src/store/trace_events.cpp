@@ -165,6 +165,9 @@ T& slot(std::vector<std::pair<int64_t, T>>& table, int64_t pid) {
 
 Status TraceEventParser::parse(std::string_view json_text, std::string_view node_id, const std::string& source_name,
                                std::vector<TraceEvent>& out) {
+  if (!json_depth_within(json_text)) {
+    return make_error(ErrorKind::bad_input, "trace file {} is nested deeper than {} levels", source_name, kMaxJsonDepth);
+  }
   nlohmann::json doc = nlohmann::json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (doc.is_discarded()) return make_error(ErrorKind::bad_input, "trace file {} is not valid JSON", source_name);
   const nlohmann::json* events = &doc;

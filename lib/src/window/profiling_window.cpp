@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/stats_dir.hpp"
+#include "store/json_text.hpp"
 #include "window/python_literal.hpp"
 
 namespace sprof::window {
@@ -174,6 +175,10 @@ Result<PythonProfilingConfig> parse_profiler_config(std::string_view text, const
   const std::string file = source.string();
   PythonProfilingConfig out;
   out.file = source;
+  if (!store::json_depth_within(text)) {
+    return make_error(ErrorKind::bad_input, "profiler config {}: nested deeper than {} levels", file,
+                      store::kMaxJsonDepth);
+  }
   json top = json::parse(text.begin(), text.end(), nullptr, false);
   if (top.is_discarded()) {
     // For the position: parse again with exceptions, which say where.
