@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -117,4 +118,24 @@ TEST_CASE("line tables: negative offsets and empty tables", "[pyframes][linetabl
   std::vector<uint8_t> cut = {0xF0 | 0x0, 0x80 | 0x40};  // long-form entry, then nothing
   LineTable t = LineTable::decode(LineTableFormat::locations, cut, 7);
   CHECK(t.line_at(0) == kNoLine);
+}
+
+TEST_CASE("line tables: a running line that would overflow ends the decoding", "[pyframes][linetable]") {
+  // Tables are read from another process: a hostile one must not overflow int32 (UBSan makes that
+  // fatal in the sanitizer build); the lines decoded before it stay.
+  constexpr int32_t top = INT32_MAX - 1;
+  std::vector<uint8_t> lnotab = {2, 1, 2, 1, 2, 1};  // (address +2, line +1) three times
+  LineTable a = LineTable::decode(LineTableFormat::lnotab, lnotab, top);
+  CHECK(a.line_at(0) == top);
+  CHECK(a.line_at(2) == INT32_MAX);
+  CHECK(a.line_at(4) == INT32_MAX);  // the third step would overflow: not applied
+  std::vector<uint8_t> t310 = {2, 1, 2, 1, 2, 1};
+  LineTable b = LineTable::decode(LineTableFormat::table_310, t310, top);
+  CHECK(b.line_at(0) == INT32_MAX);
+  // 3.11+ location table: a long-form entry (code 14) whose line delta is +100.
+  std::vector<uint8_t> locations = {0x80 | (14 << 3), 0x40 | 8, 3};  // svarint 200 = +100
+  LineTable c = LineTable::decode(LineTableFormat::locations, locations, INT32_MAX - 5);
+  CHECK(c.line_at(0) == kNoLine);
+  LineTable d = LineTable::decode(LineTableFormat::locations, locations, 7);
+  CHECK(d.line_at(0) == 107);
 }

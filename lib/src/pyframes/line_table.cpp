@@ -1,6 +1,7 @@
 #include "pyframes/line_table.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace sprof::pyframes {
 namespace {
@@ -15,6 +16,15 @@ void push(std::vector<LineBreak>& breaks, uint32_t start, int32_t line) {
   }
 }
 
+// Line tables come from another process's memory: every value is hostile. A running line that
+// would leave int32 ends the decoding (the table is malformed) instead of overflowing.
+bool add_line(int32_t& line, int64_t delta) {
+  int64_t sum = int64_t{line} + delta;
+  if (sum < INT32_MIN || sum > INT32_MAX) return false;
+  line = static_cast<int32_t>(sum);
+  return true;
+}
+
 void decode_lnotab(std::span<const uint8_t> t, int32_t first_line, bool is_signed,
                    std::vector<LineBreak>& breaks) {
   // CPython's PyCode_Addr2Line: addr += addr_incr; if addr > A stop; line += line_incr.
@@ -23,7 +33,7 @@ void decode_lnotab(std::span<const uint8_t> t, int32_t first_line, bool is_signe
   breaks.push_back({0, line});
   for (size_t i = 0; i + 1 < t.size(); i += 2) {
     addr += t[i];
-    line += is_signed ? static_cast<int8_t>(t[i + 1]) : static_cast<int32_t>(t[i + 1]);
+    if (!add_line(line, is_signed ? static_cast<int8_t>(t[i + 1]) : static_cast<int32_t>(t[i + 1]))) break;
     push(breaks, addr, line);
   }
 }
@@ -37,7 +47,7 @@ uint32_t decode_310(std::span<const uint8_t> t, int32_t first_line, std::vector<
     int8_t delta = static_cast<int8_t>(t[i + 1]);
     int32_t line = kNoLine;
     if (delta != -128) {
-      computed += delta;
+      if (!add_line(computed, delta)) break;
       line = computed;
     }
     push(breaks, start, line);
@@ -92,10 +102,10 @@ uint32_t decode_locations(std::span<const uint8_t> t, int32_t first_line,
     if (code == 15) {
       // no location
     } else if (code == 14 || code == 13) {
-      computed += c.svarint();
+      if (!add_line(computed, c.svarint())) break;
       line = computed;
     } else if (code >= 10) {
-      computed += static_cast<int32_t>(code) - 10;
+      if (!add_line(computed, static_cast<int32_t>(code) - 10)) break;
       line = computed;
     } else {
       line = computed;
