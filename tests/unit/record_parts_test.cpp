@@ -108,6 +108,14 @@ TEST_CASE("rate timer: exponential gaps with the requested mean, backlog dropped
   CHECK(timer.behind_events() == 1);
   CHECK(timer.due_ns() > now);
   CHECK(timer.max_lag_ns() >= 2'000'000'000);
+
+  // A late tick that sampled nothing (no process being sampled) is not a late tick of the
+  // recording: late_ticks never exceeds the ticks that count.
+  uint64_t late = timer.late_ticks();
+  CHECK_FALSE(timer.on_tick(timer.due_ns() + 500'000'000, false));
+  CHECK(timer.late_ticks() == late);
+  CHECK_FALSE(timer.on_tick(timer.due_ns() + 500'000'000, true));
+  CHECK(timer.late_ticks() == late + 1);
 }
 
 TEST_CASE("default output name", "[record]") {

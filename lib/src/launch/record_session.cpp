@@ -227,8 +227,8 @@ void RecordSession::loop() {
   while (!stop_) {
     int64_t now = monotonic_ns();
     if (now >= timer_->due_ns()) {
-      tick(now);
-      if (timer_->on_tick(now) && now >= next_behind_warning_ns_) {
+      bool sampled = tick(now);
+      if (timer_->on_tick(now, sampled) && now >= next_behind_warning_ns_) {
         spdlog::warn("sampling fell more than 1 s behind (lag {:.1f} s); results stay unbiased but sparser. "
                      "Try a lower --rate",
                      double(timer_->last_lag_ns()) / 1e9);
@@ -251,7 +251,7 @@ void RecordSession::loop() {
   }
 }
 
-void RecordSession::tick(int64_t now_ns) {
+bool RecordSession::tick(int64_t now_ns) {
   int64_t fallback = now_ns - last_tick_ns_;
   last_tick_ns_ = now_ns;
   bool any = false;
@@ -269,6 +269,7 @@ void RecordSession::tick(int64_t now_ns) {
     tick_wall_ns_ += took;
     max_tick_ns_ = std::max(max_tick_ns_, took);
   }
+  return any;
 }
 
 void RecordSession::on_sample_error(Tracked& t, const Error& error, int64_t now_ns) {
@@ -354,6 +355,14 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
 
 void RecordSession::reap_child() {
   if (child_ <= 0) return;
+  // Look before reaping: while --blocking pauses the command's main thread, a wait on it reports
+  // that ptrace stop too (for a tracee, whatever the flags), and a stop consumed here would be
+  // waited for by the thread pauser for ever, the command left stopped. Only an exit is ours.
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(child_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != child_ ||
+      (info.si_code != CLD_EXITED && info.si_code != CLD_KILLED && info.si_code != CLD_DUMPED)) {
+    return;
+  }
   int status = 0;
   pid_t r = waitpid(child_, &status, WNOHANG);
   if (r == child_ && (WIFEXITED(status) || WIFSIGNALED(status))) {

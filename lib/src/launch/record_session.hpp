@@ -50,7 +50,7 @@ class RecordSession {
   Result<std::optional<RecordResult>> start_attach();
   Result<std::optional<RecordResult>> start_launch();
   void loop();
-  void tick(int64_t now_ns);
+  bool tick(int64_t now_ns);  // whether any process was sampled
   void housekeeping(int64_t now_ns);
   void reap_child();
   void discover(int64_t now_ns);
