@@ -9,6 +9,11 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sprof::pyframes {
 namespace {
@@ -89,6 +94,25 @@ int yama_scope() {
   return scope;
 }
 
+// Whether `pid` descends from this process (sprof launched it): then "start it under sprof
+// record" is no remedy.
+bool launched_by_me(pid_t pid) {
+  const pid_t me = ::getpid();
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    size_t close = text.rfind(')');
+    if (close == std::string::npos) return false;
+    std::istringstream fields(text.substr(close + 1));
+    std::string state;
+    pid_t parent = 0;
+    if (!(fields >> state >> parent)) return false;
+    if (parent == me) return true;
+    pid = parent;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string permission_remedies(pid_t pid) {
@@ -110,13 +134,24 @@ std::string permission_remedies(pid_t pid) {
   } else {
     cause = "the kernel refused ptrace access";
   }
-  return fmt::format(
-      "cause: {}. Remedies: run sprof as the same user as the target (or as root); with Yama "
-      "(/proc/sys/kernel/yama/ptrace_scope = 1) only a parent may read its children, so start the "
-      "target under `sprof record -- CMD`, run sprof with sudo, or set ptrace_scope to 0; in a "
-      "container add the CAP_SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or "
-      "securityContext.capabilities.add: [SYS_PTRACE] in Kubernetes)",
-      cause);
+  // Only the remedies that apply here: no Yama advice where the kernel has no Yama, no "start it
+  // under sprof record" when sprof started it.
+  std::vector<std::string> remedies;
+  if (me != 0) remedies.push_back("run sprof as the same user as the target, or as root (sudo)");
+  if (scope == 3) {
+    remedies.push_back("Yama's ptrace_scope 3 lasts until reboot: reboot with a lower "
+                       "kernel.yama.ptrace_scope");
+  } else if (scope >= 1 && !ptrace_cap) {
+    if (!launched_by_me(pid)) remedies.push_back("start the target under `sprof record -- CMD` (a parent may read it)");
+    remedies.push_back(fmt::format("set /proc/sys/kernel/yama/ptrace_scope to 0 (it is {})", scope));
+  }
+  if (!ptrace_cap) {
+    remedies.push_back("in a container, add the CAP_SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or "
+                       "securityContext.capabilities.add: [SYS_PTRACE] in Kubernetes)");
+  }
+  std::string text = fmt::format("cause: {}.", cause);
+  if (!remedies.empty()) text += fmt::format(" Remedies: {}", fmt::join(remedies, "; "));
+  return text;
 }
 
 Result<std::vector<MemoryMap>> read_maps(pid_t pid) {

@@ -19,6 +19,9 @@ namespace sprof::pyframes {
 namespace {
 
 constexpr long kStopTimeoutNs = 50'000'000;  // a thread in uninterruptible sleep may not stop at once
+// How long a final settle waits for a stop before detaching regardless: a stop report another
+// wait consumed never comes again, and the thread must not be left stopped.
+constexpr long kSettleTimeoutNs = 2'000'000'000;
 
 // Why PTRACE_SEIZE said EPERM for a thread: it is exiting (a zombie thread cannot be traced),
 // another tracer holds it, or we are not allowed at all.
@@ -93,7 +96,7 @@ ThreadPauser::WaitResult ThreadPauser::wait_stop(pid_t tid, int& signal, bool bl
       }
       return WaitResult::gone;
     }
-    if (!block && elapsed_ns(start) > kStopTimeoutNs) return WaitResult::timeout;
+    if (elapsed_ns(start) > (block ? kSettleTimeoutNs : kStopTimeoutNs)) return WaitResult::timeout;
     if (++spins > 64) {
       timespec pause{0, 20'000};
       nanosleep(&pause, nullptr);
@@ -105,6 +108,13 @@ void ThreadPauser::settle_pending(bool block) {
   for (size_t i = 0; i < pending_.size();) {
     int signal = 0;
     WaitResult r = wait_stop(pending_[i], signal, block);
+    if (r == WaitResult::timeout && block) {
+      // Stopped with its report taken by another wait, or never stopping: detach (it fails
+      // harmlessly on a thread not in a ptrace stop, whose tracer link ends when sprof exits).
+      ptrace(PTRACE_DETACH, pending_[i], nullptr, nullptr);
+      pending_.erase(pending_.begin() + static_cast<long>(i));
+      continue;
+    }
     if (r == WaitResult::timeout) {
       ++i;
       continue;
