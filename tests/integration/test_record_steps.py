@@ -237,7 +237,7 @@ STEP_FN_LOOP = """
 
     class Trainer:
         def train_step(self, i):
-            busy(0.04)
+            busy(0.1)
 
     def main():
         log = open(sys.argv[1], "w")
@@ -252,7 +252,9 @@ STEP_FN_LOOP = """
             trainer.train_step(i)
             log.write(json.dumps({"begin": begin, "end": time.monotonic_ns()}) + "\\n")
             log.flush()
-            time.sleep(0.1)  # at 200 Hz, no sample here has odds of e^-20
+            # Sampling is Poisson: at 200 Hz a 0.1 s stretch with no sample has odds of e^-20, for
+            # the step as for this sleep (a 40 ms step had e^-8: one run in 600 lost a step).
+            time.sleep(0.1)
 
     main()
 """
@@ -272,7 +274,37 @@ STEP_FN_THREADED = STEP_FN_LOOP.replace("""
 """)
 
 
+# A sample whose measured interval is this long marks a hole in sampling: the whole machine
+# stalled (a parallel build; an unrelated process sleeping in a loop stalls at the same moment).
+# A hole that covers a whole step, or the sleep between two, hides it from any sampler.
+HOLE_US = 75000
+
+
+def sampling_holes(out, pid):
+    """The sample intervals of pid, in µs, long enough to hide a step or a gap between two."""
+    path = os.path.join(out, "holes.speedscope.json")
+    run_sprof("export", out, "-f", "speedscope", "--idle", "--pid", pid, "-o", path, check=0)
+    with open(path, encoding="utf-8") as f:
+        profiles = json.load(f)["profiles"]
+    os.remove(path)
+    return sorted(w for p in profiles for w in p["weights"] if w >= HOLE_US)
+
+
 class StepFnTest(StepsTestCase):
+    def record_step_fn(self, script, n, attempts=3):
+        """sprof record --step-fn on the script, again when the machine stalled sampling for longer
+        than a step or a gap between two (the profile shows the hole in its sample weights)."""
+        for attempt in range(attempts):
+            out = os.path.join(self.tmp, "p%d" % attempt)
+            log = os.path.join(self.tmp, "steps%d.jsonl" % attempt)
+            proc = run_sprof("record", "--no-inject", "--rate", "200", "--step-fn", "Trainer.train_step", "-o", out,
+                             "--", DEBIAN_PYTHON, script, log, str(n), check=0)
+            holes = sampling_holes(out, manifest(out)["target_pid"])
+            if not holes:
+                break
+            print("sampling stalled (holes of %s µs); recording again" % holes)
+        return proc, out, log
+
     def check_inferred(self, out, log, pid, n):
         theirs = script_steps(log)
         self.assertEqual(len(theirs), n)
@@ -305,10 +337,7 @@ class StepFnTest(StepsTestCase):
 
     def test_step_fn_launch_without_injection(self):
         script = self.write("loop.py", STEP_FN_LOOP)
-        out = os.path.join(self.tmp, "p")
-        log = os.path.join(self.tmp, "steps.jsonl")
-        proc = run_sprof("record", "--no-inject", "--rate", "200", "--step-fn", "Trainer.train_step", "-o", out,
-                         "--", DEBIAN_PYTHON, script, log, "6", check=0)
+        proc, out, log = self.record_step_fn(script, 6)
         self.assertIn("steps: 6 train (python, from step-fn)", proc.stderr)
         self.assertFalse(os.path.exists(os.path.join(out, "markers", "markers.log")))
         self.check_inferred(out, log, manifest(out)["target_pid"], 6)
@@ -316,10 +345,7 @@ class StepFnTest(StepsTestCase):
     def test_step_fn_on_a_worker_thread(self):
         self.assertNotEqual(STEP_FN_THREADED, STEP_FN_LOOP)
         script = self.write("threaded.py", STEP_FN_THREADED)
-        out = os.path.join(self.tmp, "p")
-        log = os.path.join(self.tmp, "steps.jsonl")
-        proc = run_sprof("record", "--no-inject", "--rate", "200", "--step-fn", "Trainer.train_step", "-o", out,
-                         "--", DEBIAN_PYTHON, script, log, "5", check=0)
+        proc, out, log = self.record_step_fn(script, 5)
         self.assertIn("steps: 5 train (python, from step-fn)", proc.stderr)
         self.assertRegex(proc.stderr, r"main thread never ran the step function; steps taken from thread \d+ \(trainer\)")
         self.check_inferred(out, log, manifest(out)["target_pid"], 5)
