@@ -12,6 +12,7 @@
 #include "sampler/rate_timer.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/record.hpp"
+#include "test_support.hpp"
 
 namespace fs = std::filesystem;
 
@@ -122,4 +123,21 @@ TEST_CASE("default output name", "[record]") {
   // 2024-03-05 06:07:08 UTC
   CHECK(sprof::launch::default_output_name(1234, int64_t(1709618828) * 1'000'000'000) ==
         "sprof-1234-20240305T060708Z");
+}
+
+TEST_CASE("manifest numbers out of range are errors naming the key, never undefined behaviour", "[record]") {
+  sprof::test::TempDir dir;
+  auto write = [&](const std::string& text) { sprof::test::write_file(dir.path() / "sprof.json", text); };
+  write(R"({"schema_version": 1, "target_pid": 1.79547e+26})");  // found by fuzz_manifest (UBSan)
+  auto huge = sprof::store::read_manifest(dir.path());
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message.find("\"target_pid\" is not an integer in range") != std::string::npos);
+  write(R"({"schema_version": 1, "processes": [{"pid": 99999999999}]})");
+  CHECK_FALSE(sprof::store::read_manifest(dir.path()).ok());
+  write(R"({"schema_version": 1, "target_pid": "x"})");
+  auto text = sprof::store::read_manifest(dir.path());
+  REQUIRE_FALSE(text.ok());
+  CHECK(text.error().message.find("\"target_pid\" has the wrong type (string)") != std::string::npos);
+  write(R"({"schema_version": 1, "target_pid": 42, "exit": {"status": 1099511627776}})");
+  CHECK_FALSE(sprof::store::read_manifest(dir.path()).ok());
 }

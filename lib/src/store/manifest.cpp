@@ -10,7 +10,9 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +38,21 @@ template <class T>
 void get_if(const ordered_json& j, const char* key, T& out) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float to an integer with a plain cast: undefined behaviour out of range.
+    bool fits = false;
+    if (it->is_number_unsigned()) {
+      fits = it->get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+    } else if (it->is_number_integer()) {
+      int64_t v = it->get<int64_t>();
+      fits = v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+             (v < 0 || static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+    }
+    if (!it->is_number()) throw WrongType(fmt::format("\"{}\" has the wrong type ({})", key, it->type_name()));
+    if (!fits) throw WrongType(fmt::format("\"{}\" is not an integer in range ({})", key, it->dump().substr(0, 40)));
+    out = it->is_number_unsigned() ? static_cast<T>(it->get<uint64_t>()) : static_cast<T>(it->get<int64_t>());
+    return;
+  }
   try {
     out = it->get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -220,8 +237,15 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
       get_if(*h, "process_cpu_s", m.health.process_cpu_s);
     }
     if (auto e = j.find("exit"); e != j.end()) {
-      if (auto s = e->find("status"); s != e->end() && s->is_number_integer()) m.exit_status = s->get<int>();
-      if (auto s = e->find("signal"); s != e->end() && s->is_number_integer()) m.exit_signal = s->get<int>();
+      int value = 0;
+      if (auto s = e->find("status"); s != e->end() && s->is_number_integer()) {
+        get_if(*e, "status", value);
+        m.exit_status = value;
+      }
+      if (auto s = e->find("signal"); s != e->end() && s->is_number_integer()) {
+        get_if(*e, "signal", value);
+        m.exit_signal = value;
+      }
     }
     get_if(j, "errors", m.errors);
     static const std::set<std::string> known = {
