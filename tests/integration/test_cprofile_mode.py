@@ -5,6 +5,7 @@ variables `record` sets, and under `sprof record` itself); the stats are read ba
 interpreter's own pstats, and call counts are compared with cProfile run directly."""
 import glob
 import json
+import marshal
 import os
 import re
 import subprocess
@@ -258,6 +259,19 @@ class TorchTest(CprofileTestCase):
                 stats = read_stats("/usr/bin/python3", path)
                 self.assertIn("forward", stats)  # the model ran inside the step
                 self.assertIn("backward", stats)
+        # sprof's own functions (the DataLoader wrapper, the step hooks) are in no stats file; the
+        # loop calls the DataLoader iterator directly.
+        loop_calls_iterator = False
+        for _, path in dirs:
+            with open(path, "rb") as f:
+                raw = marshal.load(f)
+            for (file, line, name), (cc, nc, tt, ct, callers) in raw.items():
+                self.assertNotRegex(file, r"/sprof/_[a-z_]+\.py$|sitecustomize\.py$", (path, name))
+                for caller in callers:
+                    self.assertNotRegex(caller[0], r"/sprof/_[a-z_]+\.py$|sitecustomize\.py$", (path, name))
+                if name == "__next__" and file.endswith("torch/utils/data/dataloader.py"):
+                    loop_calls_iterator |= any(c[2] == "train" and c[0] == example for c in callers)
+        self.assertTrue(loop_calls_iterator, "no python_stats has train calling the DataLoader iterator")
 
 
 @unittest.skipUnless(os.path.exists(os.environ.get("SPROF_BIN", "")), "sprof is not built")
