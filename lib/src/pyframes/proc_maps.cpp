@@ -116,36 +116,45 @@ bool launched_by_me(pid_t pid) {
 }  // namespace
 
 std::string permission_remedies(pid_t pid) {
+  PermissionFacts facts;
+  facts.pid = pid;
+  facts.my_uid = geteuid();
+  facts.ptrace_cap = have_sys_ptrace();
+  facts.yama_scope = yama_scope();
+  struct stat st {};
+  if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0) facts.target_uid = st.st_uid;
+  facts.launched_by_me = launched_by_me(pid);
+  return permission_remedies(facts);
+}
+
+std::string permission_remedies(const PermissionFacts& f) {
   // Say which of the usual causes applies before listing the remedies.
   std::string cause;
-  struct stat st {};
-  uid_t me = geteuid();
-  bool ptrace_cap = have_sys_ptrace();
-  int scope = yama_scope();
-  if (::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0 && st.st_uid != me && !ptrace_cap) {
-    cause = fmt::format("process {} runs as uid {} and sprof as uid {}", pid, st.st_uid, me);
-  } else if (scope == 3) {
+  const bool other_user = f.target_uid && *f.target_uid != f.my_uid && !f.ptrace_cap;
+  if (other_user) {
+    cause = fmt::format("process {} runs as uid {} and sprof as uid {}", f.pid, *f.target_uid, f.my_uid);
+  } else if (f.yama_scope == 3) {
     cause = "Yama ptrace_scope is 3: ptrace is disabled for everyone until reboot";
-  } else if (scope >= 1 && !ptrace_cap) {
+  } else if (f.yama_scope >= 1 && !f.ptrace_cap && !f.launched_by_me) {
     cause = fmt::format("Yama ptrace_scope is {}: only a parent (or a process the target allowed) may read it",
-                        scope);
-  } else if (me == 0 && !ptrace_cap) {
+                        f.yama_scope);
+  } else if (f.my_uid == 0 && !f.ptrace_cap) {
     cause = "sprof runs as root but without the CAP_SYS_PTRACE capability (a container?)";
   } else {
-    cause = "the kernel refused ptrace access";
+    cause = "the kernel refused ptrace access (the target may have made itself undumpable)";
   }
   // Only the remedies that apply here: no Yama advice where the kernel has no Yama, no "start it
-  // under sprof record" when sprof started it.
+  // under sprof record" when sprof started it, no "run as root" for root.
   std::vector<std::string> remedies;
-  if (me != 0) remedies.push_back("run sprof as the same user as the target, or as root (sudo)");
-  if (scope == 3) {
+  if (f.my_uid != 0) remedies.push_back("run sprof as the same user as the target, or as root (sudo)");
+  if (f.yama_scope == 3) {
     remedies.push_back("Yama's ptrace_scope 3 lasts until reboot: reboot with a lower "
                        "kernel.yama.ptrace_scope");
-  } else if (scope >= 1 && !ptrace_cap) {
-    if (!launched_by_me(pid)) remedies.push_back("start the target under `sprof record -- CMD` (a parent may read it)");
-    remedies.push_back(fmt::format("set /proc/sys/kernel/yama/ptrace_scope to 0 (it is {})", scope));
+  } else if (f.yama_scope >= 1 && !f.ptrace_cap) {
+    if (!f.launched_by_me) remedies.push_back("start the target under `sprof record -- CMD` (a parent may read it)");
+    remedies.push_back(fmt::format("set /proc/sys/kernel/yama/ptrace_scope to 0 (it is {})", f.yama_scope));
   }
-  if (!ptrace_cap) {
+  if (!f.ptrace_cap) {
     remedies.push_back("in a container, add the CAP_SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or "
                        "securityContext.capabilities.add: [SYS_PTRACE] in Kubernetes)");
   }

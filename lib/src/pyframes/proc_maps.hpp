@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +32,16 @@ Result<std::vector<MemoryMap>> read_maps(pid_t pid);
 
 // The permission-denied explanation shared by every reader of another process.
 std::string permission_remedies(pid_t pid);
+
+// What the explanation is made from (permission_remedies(pid) reads them from this machine).
+struct PermissionFacts {
+  pid_t pid = 0;
+  std::optional<uid_t> target_uid;  // unknown when /proc/<pid> cannot be read
+  uid_t my_uid = 0;
+  bool ptrace_cap = false;          // sprof has CAP_SYS_PTRACE
+  int yama_scope = -1;              // -1: the kernel has no Yama
+  bool launched_by_me = false;      // the target descends from sprof
+};
+std::string permission_remedies(const PermissionFacts& facts);
 
 }  // namespace sprof::pyframes

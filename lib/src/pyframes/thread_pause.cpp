@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,8 +20,8 @@ namespace sprof::pyframes {
 namespace {
 
 constexpr long kStopTimeoutNs = 50'000'000;  // a thread in uninterruptible sleep may not stop at once
-// How long a final settle waits for a stop before detaching regardless: a stop report another
-// wait consumed never comes again, and the thread must not be left stopped.
+// How often a final settle looks whether a thread it waits for is stopped already: a stop report
+// another wait consumed never comes again, and the thread must not be left stopped.
 constexpr long kSettleTimeoutNs = 2'000'000'000;
 
 // Why PTRACE_SEIZE said EPERM for a thread: it is exiting (a zombie thread cannot be traced),
@@ -46,6 +47,20 @@ TraceBlock trace_block(pid_t pid, pid_t tid) {
     }
   }
   return block;
+}
+
+// The state letter of /proc/<pid>/task/<tid>/stat ('t': in a ptrace stop), 0 when unreadable.
+char task_state(pid_t pid, pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", static_cast<int>(pid), static_cast<int>(tid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  char buffer[512];
+  size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
+  std::fclose(f);
+  buffer[n] = '\0';
+  const char* close = std::strrchr(buffer, ')');
+  return close != nullptr && close[1] == ' ' ? close[2] : 0;
 }
 
 long elapsed_ns(const timespec& since) {
@@ -109,10 +124,13 @@ void ThreadPauser::settle_pending(bool block) {
     int signal = 0;
     WaitResult r = wait_stop(pending_[i], signal, block);
     if (r == WaitResult::timeout && block) {
-      // Stopped with its report taken by another wait, or never stopping: detach (it fails
-      // harmlessly on a thread not in a ptrace stop, whose tracer link ends when sprof exits).
-      ptrace(PTRACE_DETACH, pending_[i], nullptr, nullptr);
-      pending_.erase(pending_.begin() + static_cast<long>(i));
+      // A thread in a ptrace stop whose report another wait took: detach it now, or it stays
+      // stopped for ever. One still running (a long uninterruptible sleep) will report its stop:
+      // keep waiting for it, as before.
+      if (task_state(pid_, pending_[i]) == 't') {
+        ptrace(PTRACE_DETACH, pending_[i], nullptr, nullptr);
+        pending_.erase(pending_.begin() + static_cast<long>(i));
+      }
       continue;
     }
     if (r == WaitResult::timeout) {
