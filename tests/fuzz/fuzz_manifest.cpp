@@ -18,6 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::filesystem::path dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("sprof-fuzz-manifest-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("sprof-fuzz-manifest-" + std::to_string(::getpid())), ec);
+    });
     return d;
   }();
   if (!sprof::store::write_manifest(dir, *manifest).ok()) std::abort();

@@ -47,7 +47,7 @@ struct SamplingHealth {
   uint64_t behind_warnings = 0; // "behind in sampling" warnings given
   double achieved_rate_hz = 0;  // ticks / sampled seconds
   double sampler_cpu_s = 0;     // the sampling thread's CPU time (user + system), without the hooks' share
-  double process_cpu_s = 0;     // all of sprof's CPU time while sampling (every thread)
+  double process_cpu_s = 0;     // all of sprof's CPU time until sampling ended (every thread, setup too)
   double mean_tick_us = 0;      // mean wall time to take one tick (all processes)
   double max_tick_ms = 0;       // slowest tick
   double invalid_share() const {

@@ -88,7 +88,7 @@ std::string command_text(const std::vector<std::string>& command) {
 
 RecordSession::RecordSession(RecordOptions options, std::vector<RecordHooks*> hooks, Attacher attacher)
     : options_(std::move(options)), hooks_(std::move(hooks)), attacher_(std::move(attacher)),
-      hook_costs_(hooks_.size()), session_cpu_start_ns_(thread_cpu_ns()) {
+      hook_costs_(hooks_.size()) {
   sample_options_.blocking = options_.blocking;
 }
 
@@ -223,6 +223,7 @@ void RecordSession::loop() {
       options_.rate_hz, options_.seed != 0 ? options_.seed : uint64_t(realtime_ns()), start_ns_);
   deadline_ns_ = options_.duration_s > 0 ? start_ns_ + int64_t(options_.duration_s * 1e9) : INT64_MAX;
   last_tick_ns_ = start_ns_;
+  session_cpu_start_ns_ = thread_cpu_ns();  // the sampler's cost counts from here
   int64_t next_housekeeping = start_ns_;
   while (!stop_) {
     int64_t now = monotonic_ns();

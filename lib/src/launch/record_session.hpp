@@ -93,7 +93,8 @@ class RecordSession {
   uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;
 
-  // CPU time this thread spent in each hook (aligned with hooks_), and its CPU time at the start.
+  // CPU time this thread spent in each hook (aligned with hooks_), and its CPU time when the
+  // sampling loop began.
   struct HookCost {
     int64_t while_sampling_cpu_ns = 0;
     int64_t after_cpu_ns = 0;

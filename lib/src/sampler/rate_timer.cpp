@@ -20,11 +20,11 @@ bool RateTimer::on_tick(int64_t now_ns, bool counted) {
   }
   bool behind = lag > kBehindLimitNs;
   if (behind) {
-    ++behind_events_;
-    due_ns_ = now_ns;
+    if (counted) ++behind_events_;
+    due_ns_ = now_ns;  // drop the backlog either way
   }
   due_ns_ += std::max<int64_t>(1, int64_t(gap_(rng_) * double(mean_ns_)));
-  return behind;
+  return behind && counted;
 }
 
 }  // namespace sprof::sampler

@@ -17,8 +17,8 @@ class RateTimer {
   int64_t mean_interval_ns() const { return mean_ns_; }
 
   // The tick that was due started at `now_ns`; `counted`: it sampled something and so counts
-  // among the recording's ticks (late_ticks() never exceeds those). Returns true when sampling
-  // had fallen more than a second behind: the backlog is dropped and the caller should warn.
+  // among the recording's ticks (late_ticks() never exceeds those). Returns true when a counted
+  // tick had fallen more than a second behind: the backlog is dropped and the caller should warn.
   bool on_tick(int64_t now_ns, bool counted = true);
 
   uint64_t late_ticks() const { return late_ticks_; }

@@ -254,6 +254,19 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (known.count(it.key()) == 0) m.extra.emplace_back(it.key(), it.value().dump());
     }
+    // Times are added and subtracted (to_epoch_us, durations): keep them where that cannot overflow.
+    constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+    auto time_ok = [&](int64_t value, const std::string& key) {
+      if (value < 0 || value >= kMaxTimeNs) throw WrongType(fmt::format("\"{}\" is out of range ({})", key, value));
+    };
+    time_ok(m.clock_monotonic_ns, "clock.monotonic_ns");
+    time_ok(m.clock_realtime_ns, "clock.realtime_ns");
+    time_ok(m.start_ns, "start.monotonic_ns");
+    time_ok(m.end_ns, "end.monotonic_ns");
+    for (size_t i = 0; i < m.processes.size(); ++i) {
+      time_ok(m.processes[i].attach_ns, fmt::format("processes[{}].attach_ns", i));
+      time_ok(m.processes[i].detach_ns, fmt::format("processes[{}].detach_ns", i));
+    }
   } catch (const WrongType& e) {
     return make_error(ErrorKind::bad_input, "{}: {}", path.string(), e.what());
   } catch (const nlohmann::json::exception& e) {
