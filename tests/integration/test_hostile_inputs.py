@@ -101,9 +101,6 @@ class HostileProfileTest(TempDirTestCase):
         self.assertIn("nested deeper than 128 levels", proc.stderr)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class OptionValuesTest(TempDirTestCase):
     """Every numeric option is finite and in range, or a usage error naming the option; nothing runs."""
@@ -129,3 +126,7 @@ class OptionValuesTest(TempDirTestCase):
                 self.assertIn(option, proc.stderr)
                 self.assertFalse(os.path.exists(marker), "the command ran")
                 self.assertFalse(os.path.exists(os.path.join(self.tmp, "p")))
+
+
+if __name__ == "__main__":
+    unittest.main()

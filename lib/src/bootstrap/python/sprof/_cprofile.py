@@ -179,6 +179,17 @@ _sprof_files = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
                 os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sitecustomize.py"))
 
 
+def _split(total, shares):
+    """`total` calls split by `shares` (summing to 1) into whole numbers >= 0 that add up to it:
+    the floors, and what is left to the largest remainders."""
+    exact = [total * s for s in shares]
+    parts = [int(x) for x in exact]
+    order = sorted(range(len(exact)), key=lambda i: parts[i] - exact[i])
+    for i in order[:max(0, total - sum(parts))]:
+        parts[i] += 1
+    return parts
+
+
 def without_sprof_functions(stats, prefixes):
     """A pstats dict without the functions whose file starts with one of `prefixes`. A caller
     edge from such a function goes to its nearest callers outside them (split by their share of
@@ -206,17 +217,14 @@ def without_sprof_functions(stats, prefixes):
             if not hidden(caller):
                 new_callers[caller] = tuple(a + b for a, b in zip(new_callers.get(caller, (0, 0, 0.0, 0.0)), edge))
                 continue
-            targets = visible_callers(caller, 1.0, {caller}, {})
-            counts_left = [edge[0], edge[1]]
-            for i, (target, share) in enumerate(sorted(targets.items(), key=lambda t: -t[1])):
-                last = i == len(targets) - 1
-                nc_part = counts_left[0] if last else int(round(edge[0] * share))
-                cc_part = counts_left[1] if last else int(round(edge[1] * share))
-                counts_left = [counts_left[0] - nc_part, counts_left[1] - cc_part]
+            targets = sorted(visible_callers(caller, 1.0, {caller}, {}).items())
+            shares = [share for _, share in targets]
+            for (target, share), nc_part, cc_part in zip(targets, _split(edge[0], shares), _split(edge[1], shares)):
                 part = (nc_part, cc_part, edge[2] * share, edge[3] * share)
                 new_callers[target] = tuple(a + b for a, b in zip(new_callers.get(target, (0, 0, 0.0, 0.0)), part))
         kept[func] = (cc, nc, tt, ct, new_callers)
-    return kept
+    # pstats cannot load an empty dict (cProfile's own disable entry makes this unlikely).
+    return kept or {("~", 0, "<sprof: no samples>"): (0, 0, 0.0, 0.0, {})}
 
 
 def _move_to_pytorch():
