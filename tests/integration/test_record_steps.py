@@ -189,16 +189,19 @@ class ApiStepsTest(StepsTestCase):
                 self.assertEqual((kinds.count("sb"), kinds.count("ctr"), kinds.count("mark")), (7, 5, 1))
 
     def test_profile_dir_with_colon(self):
-        # PYTHONPATH cannot hold a path with ':': the bootstrap goes to a temporary directory
-        # that is removed afterwards, and markers.log stays in the profile.
+        # The bootstrap goes to a private directory under $TMPDIR (PYTHONPATH could not hold a
+        # profile path with ':'), removed afterwards; markers.log stays in the profile. A TMPDIR
+        # of this test's own, so that records running beside it do not count.
         script = self.write("loop.py", API_LOOP)
-        before = set(glob.glob("/tmp/sprof-bootstrap-*"))
+        tmpdir = os.path.join(self.tmp, "tmpdir")
+        os.mkdir(tmpdir)
         out = os.path.join(self.tmp, "a:b")
-        proc = run_sprof("record", "-o", out, "--", DEBIAN_PYTHON, script, os.path.join(self.tmp, "log"), check=0)
+        proc = run_sprof("record", "-o", out, "--", DEBIAN_PYTHON, script, os.path.join(self.tmp, "log"), check=0,
+                         env={"TMPDIR": tmpdir})
         self.assertIn("steps: 5 train, 2 eval", proc.stderr)
         self.assertTrue(os.path.exists(os.path.join(out, "markers", "markers.log")))
         self.assertFalse(os.path.exists(os.path.join(out, "markers", "python")))
-        self.assertEqual(set(glob.glob("/tmp/sprof-bootstrap-*")) - before, set())
+        self.assertEqual(os.listdir(tmpdir), [])  # the bootstrap's directory was made here and removed
 
     def test_no_inject(self):
         script = self.write("plain.py", """
