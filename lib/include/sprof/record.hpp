@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,9 @@ struct RecordContext {
   std::filesystem::path output_dir;
   pid_t target_pid = 0;
   int64_t start_ns = 0;  // CLOCK_MONOTONIC
+  // True once sprof was asked to stop (a signal after the command exited, or in attach mode):
+  // long work in on_finish stops early and leaves what `stats-dirs` can finish.
+  std::function<bool()> interrupted = [] { return false; };
 };
 
 class RecordHooks {

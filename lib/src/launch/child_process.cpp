@@ -35,13 +35,9 @@ bool key_matches(const char* entry, const char* assignment) {
 }
 
 [[noreturn]] void run_child(int socket, char* const* argv, char* message, char** envp, char* cmsg_space,
-                            size_t cmsg_size) {
-  // Signals sprof handles must not reach sprof's handlers in this copy of it.
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-
+                            size_t cmsg_size, const InheritedSignals& signals) {
+  // The forwarded signals stay blocked (as in sprof's threads) until just before exec: one sent
+  // to this child while it waits is delivered then, with the disposition the command inherits.
   iovec iov{message, kMessageCapacity};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -94,13 +90,18 @@ bool key_matches(const char* entry, const char* assignment) {
   for (char* a = blob; a < blob_end && count < kEnvCapacity - 1; a += std::strlen(a) + 1) envp[count++] = a;
   envp[count] = nullptr;
 
+  signals.restore();
   execvpe(argv[0], argv, envp);
-  child_fail(socket, errno);
+  int err = errno;
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  child_fail(socket, err);
 }
 
 }  // namespace
 
-Result<PendingChild> PendingChild::fork_waiting(const std::vector<std::string>& args) {
+Result<PendingChild> PendingChild::fork_waiting(const std::vector<std::string>& args, const InheritedSignals& signals) {
   if (args.empty()) return make_error(ErrorKind::usage, "no command given");
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -123,7 +124,7 @@ Result<PendingChild> PendingChild::fork_waiting(const std::vector<std::string>& 
   }
   if (pid == 0) {
     close(sv[0]);
-    run_child(sv[1], argv.data(), message.data(), envp.data(), cmsg.data(), cmsg.size());
+    run_child(sv[1], argv.data(), message.data(), envp.data(), cmsg.data(), cmsg.size(), signals);
   }
   close(sv[1]);
   PendingChild child(pid, sv[0]);
@@ -192,6 +193,12 @@ Status PendingChild::release(const ChildSetup& setup) {
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    // Dead before it was released: a forwarded signal killed it (pass that status on).
+    if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+      exec_failure_code_ = 128 + WTERMSIG(status);
+      return make_error(ErrorKind::runtime, "{} got {} before it started", program_, strsignal(WTERMSIG(status)));
+    }
+    exec_failure_code_ = 1;
     return make_error(ErrorKind::runtime, "cannot start {}: {}", program_, std::strerror(err));
   }
   // exec closes the child's end (SOCK_CLOEXEC): end of file means it ran; an int is its errno.
@@ -204,6 +211,10 @@ Status PendingChild::release(const ChildSetup& setup) {
   if (n == ssize_t(sizeof err)) {
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) {
+      exec_failure_code_ = 128 + WTERMSIG(status);
+      return make_error(ErrorKind::runtime, "{} got {} before it started", program_, strsignal(WTERMSIG(status)));
     }
     exec_failure_code_ = (err == ENOENT || err == ENOTDIR) ? 127 : 126;
     if (err == ENOENT) return make_error(ErrorKind::usage, "{}: command not found", program_);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/signals.hpp"
 #include "sprof/record.hpp"
 #include "sprof/result.hpp"
 
@@ -15,8 +16,9 @@ namespace sprof::launch {
 
 class PendingChild {
  public:
-  // Forks; the child waits for release(). Fails only when fork or socketpair fail.
-  static Result<PendingChild> fork_waiting(const std::vector<std::string>& argv);
+  // Forks; the child waits for release() with the guard's signals blocked, and gets `signals`
+  // back just before exec. Fails only when fork or socketpair fail.
+  static Result<PendingChild> fork_waiting(const std::vector<std::string>& argv, const InheritedSignals& signals);
 
   PendingChild(PendingChild&& other) noexcept;
   PendingChild& operator=(PendingChild&&) = delete;
@@ -25,7 +27,8 @@ class PendingChild {
   pid_t pid() const { return pid_; }
 
   // Sends `setup` and lets the child exec. On exec failure the child has exited (and was
-  // reaped) and the error says why; exit_code() then is 127 (not found) or 126 (not runnable).
+  // reaped) and the error says why; exec_failure_exit_code() then is 127 (not found), 126 (not
+  // runnable), 128+N (a forwarded signal N killed it first) or 1.
   Status release(const ChildSetup& setup);
   int exec_failure_exit_code() const { return exec_failure_code_; }
 

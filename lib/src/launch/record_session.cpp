@@ -135,15 +135,24 @@ Result<RecordResult> RecordSession::run() {
   // Timer slack would add ~50 µs to every sleep: too much at 10 kHz.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 
-  SignalGuard signals;
+  signals_ = std::make_unique<SignalGuard>(options_.attach_pid == 0);
   auto started = options_.attach_pid != 0 ? start_attach() : start_launch();
-  if (!started.ok()) return std::move(started).error();
-  if (started->has_value()) return std::move(**started);  // the command could not be started
+  if (!started.ok()) {
+    signals_.reset();
+    return std::move(started).error();
+  }
+  if (started->has_value()) {  // the command could not be started
+    signals_.reset();
+    return std::move(**started);
+  }
 
   RecordContext context{dir_, options_.attach_pid != 0 ? options_.attach_pid : child_, start_ns_};
+  context.interrupted = [guard = signals_.get()] { return guard->stop_requested(); };
   for (auto* h : hooks_) h->on_start(context);
   loop();
-  return finish();
+  auto result = finish();
+  signals_.reset();
+  return result;
 }
 
 Result<std::optional<RecordResult>> RecordSession::start_attach() {
@@ -181,7 +190,7 @@ Result<std::optional<RecordResult>> RecordSession::start_launch() {
 
   // The child waits until released, so the directory can carry its pid and the hooks can
   // prepare its environment before a single instruction of the command runs.
-  SPROF_TRY(PendingChild child, PendingChild::fork_waiting(options_.command));
+  SPROF_TRY(PendingChild child, PendingChild::fork_waiting(options_.command, signals_->inherited()));
   dir_ = options_.output_dir.empty() ? fs::path(default_output_name(child.pid(), manifest_.clock_realtime_ns))
                                      : options_.output_dir;
   OutputDir output;
@@ -199,13 +208,19 @@ Result<std::optional<RecordResult>> RecordSession::start_launch() {
   manifest_.start_ns = start_ns_;
   write_manifest_now();
 
+  if (int sig = signals_->start_forwarding(child.pid()); sig != 0) {
+    // Asked to stop before the command existed: it never runs, and sprof ends as it would have.
+    spdlog::warn("got {} before {} started; not starting it", strsignal(sig), command_text(options_.command));
+    output.rollback();
+    RecordResult result;
+    result.exit_code = 128 + sig;
+    return std::optional<RecordResult>(std::move(result));
+  }
   child_ = child.pid();
-  SignalGuard::forward_to(child_);
-  if (int sig = SignalGuard::take_stop_request(); sig != 0) kill(child_, sig);  // arrived before the fork
   Status released = child.release(setup);
   if (!released.ok()) {
     // The command never ran: say why, leave no half-made profile, exit like a shell would.
-    SignalGuard::forward_to(0);
+    signals_->stop_forwarding();
     child_ = 0;
     spdlog::error("{}", released.error().message);
     output.rollback();
@@ -367,7 +382,7 @@ void RecordSession::reap_child() {
   int status = 0;
   pid_t r = waitpid(child_, &status, WNOHANG);
   if (r == child_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
-    SignalGuard::forward_to(0);
+    signals_->stop_forwarding();
     child_status_ = exit_code_from_wait_status(status);
     if (WIFSIGNALED(status)) manifest_.exit_signal = WTERMSIG(status);
     if (Tracked* t = find(child_)) {
@@ -409,13 +424,12 @@ void RecordSession::discover(int64_t now_ns) {
 }
 
 void RecordSession::housekeeping(int64_t now_ns) {
-  SignalGuard::take_child_event();
   reap_child();
   if (manifest_.mode == "launch" && child_ == 0) {
     stop_ = true;
     stop_reason_ = "the command exited";
   }
-  if (int sig = SignalGuard::take_stop_request(); sig != 0) {
+  if (int sig = signals_->take_stop_request(); sig != 0) {
     stop_ = true;
     stop_reason_ = fmt::format("stopped by {}", strsignal(sig));
   }
@@ -520,7 +534,7 @@ void RecordSession::wait_for_child() {
     pid_t r = waitpid(child_, &status, 0);
     if (r < 0 && errno == EINTR) continue;
     if (r == child_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
-      SignalGuard::forward_to(0);
+      signals_->stop_forwarding();
       child_status_ = exit_code_from_wait_status(status);
       if (WIFSIGNALED(status)) manifest_.exit_signal = WTERMSIG(status);
     } else if (r < 0) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "launch/signals.hpp"
 #include "sampler/process_sampler.hpp"
 #include "sampler/rate_timer.hpp"
 #include "sprof/pyframes.hpp"
@@ -80,6 +81,7 @@ class RecordSession {
   bool stop_ = false;
   std::string stop_reason_;
 
+  std::unique_ptr<SignalGuard> signals_;  // from run() until it returns
   std::unique_ptr<sampler::RateTimer> timer_;
   int64_t start_ns_ = 0;
   int64_t deadline_ns_ = 0;

@@ -122,9 +122,21 @@ def _sprof_main():
     except Exception as e:
         # Re-raised below, after the bootstrap, so `site` reports it exactly as it would have.
         user_error = e
-    _sprof_activate(here)
+    try:
+        _sprof_activate(here)
+    except KeyboardInterrupt:
+        _sprof_die_of_sigint()
+        raise
     if user_error is not None:
         raise user_error
+
+
+def _sprof_die_of_sigint():
+    # ^C while the bootstrap loads: end as Python 3.8+ ends on an uncaught KeyboardInterrupt
+    # (killed by SIGINT, status 128+2), not with a traceback through sprof's files.
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 _sprof_main()
