@@ -15,6 +15,7 @@
 
 #include "command.hpp"
 #include "option_checks.hpp"
+#include "progress_line.hpp"
 #include "sprof/bootstrap.hpp"
 #include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
@@ -305,6 +306,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     intervals::WriteOptions stats_options;
     stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
     stats_options.window = python_plan.window.describe();
+    stats_options.progress = stats_directories_progress();
     // The profiling window, resolved per process once the timeline is known (smdebug's lazily
     // filled start step / start time come from each process's first step).
     auto windows = std::make_shared<std::map<int32_t, window::ResolvedWindow>>();
@@ -338,7 +340,18 @@ void add_record(CLI::App& app, CommandList& commands) {
       if (result->sampled_any) print_summary(*result, *flags);
       if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
       if (interval_stats.summary()) fmt::print(stderr, "sprof: {}\n", interval_stats.summary()->text());
-      fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
+      if (result->write_errors.empty()) {
+        fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
+      } else {
+        fmt::print(stderr,
+                   "sprof: the profile in {} is incomplete: {} write{} failed (above); it reads up to the last "
+                   "complete sample chunk, and `sprof stats-dirs {}` finishes it once there is room\n",
+                   result->output_dir.string(), result->write_errors.size(),
+                   result->write_errors.size() == 1 ? "" : "s", result->output_dir.string());
+        if (result->manifest.exit_status) {
+          fmt::print(stderr, "sprof: the command itself exited with status {}\n", *result->manifest.exit_status);
+        }
+      }
     }
     return result->exit_code;
   }});

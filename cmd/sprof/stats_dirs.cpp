@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "progress_line.hpp"
 #include "sprof/interval_query.hpp"
 #include "sprof/interval_stats.hpp"
+#include "sprof/profile_samples.hpp"
 #include "sprof/step_timeline.hpp"
 #include "window_flags.hpp"
 
@@ -22,6 +24,7 @@ struct StatsDirsFlags {
   std::string python_timer = "total_time";
   WindowFlags window;
   bool every_interval = false;
+  bool empty_dirs = false;
 };
 
 // The window record used (sprof.json's python_profiling section), so that rewriting with another
@@ -69,6 +72,8 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   intervals::WriteOptions options;
   options.timer = *intervals::parse_python_timer(flags.python_timer);
   options.window = chosen.describe();
+  if (flags.empty_dirs) options.max_empty_directories = SIZE_MAX;
+  options.progress = stats_directories_progress();
   options.include = [&](const intervals::ProcessInterval& interval) {
     auto it = windows.find(interval.pid);
     return it == windows.end() || window::contains(it->second, interval.interval, clock_offset);
@@ -78,6 +83,13 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   // Keep sprof.json's account of the stats directories true.
   store::Manifest manifest = std::move(*profile.manifest);
   intervals::set_manifest_section(manifest, summary, options);
+  if (manifest.state == "recording") {
+    // load_profile_samples filled in the processes and the end from the sample logs.
+    manifest.state = store::kRecoveredState;
+    manifest.errors.push_back(
+        "the recording did not finish; stats-dirs took its processes and end time from the sample logs");
+    if (!global_options().quiet) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
+  }
   SPROF_TRY_STATUS(store::write_manifest(flags.dir, manifest));
   if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} in {}\n", summary.text(), flags.dir);
   return 0;
@@ -97,6 +109,8 @@ void add_stats_dirs(CLI::App& app, CommandList& commands) {
   add_window_flags(sub, flags->window);
   sub->add_flag("--every-interval", flags->every_interval,
                 "A directory for every interval, whatever profiling window record used");
+  sub->add_flag("--empty-dirs", flags->empty_dirs,
+                "Write directories for intervals without a sample even when there are more than 10000 of them");
   commands.push_back(Command{sub, [flags] { return run_stats_dirs(*flags); }});
 }
 

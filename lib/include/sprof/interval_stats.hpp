@@ -123,11 +123,18 @@ std::string render_tree_json(const store::ProfileSamples& profile, const Process
 std::string render_tree_html(const store::ProfileSamples& profile, const ProcessInterval& interval,
                              const IntervalStats& stats, PythonTimer timer);
 
+// Above this many intervals without a kept sample, none of them gets a directory: a job of very
+// many tiny steps would otherwise make a directory per step whatever the samples say.
+inline constexpr size_t kDefaultMaxEmptyDirectories = 10000;
+
 struct WriteOptions {
   PythonTimer timer = PythonTimer::total_time;
   // Which intervals get a directory (profiling windows plug in here); unset: every interval.
   std::function<bool(const ProcessInterval&)> include;
   std::string window = "every interval";  // what `include` selects, in words, for sprof.json
+  size_t max_empty_directories = kDefaultMaxEmptyDirectories;  // SIZE_MAX: always write them
+  // Called now and then with directories written and to write; false stops the writing there.
+  std::function<bool(size_t done, size_t total)> progress;
 };
 
 struct WriteSummary {
@@ -136,6 +143,9 @@ struct WriteSummary {
   size_t excluded = 0;     // left out by WriteOptions::include
   size_t removed = 0;      // excluded ones whose directory an earlier run had written, now removed
   size_t without_samples = 0;  // intervals without a kept sample (python_stats holds no_samples_function())
+  size_t empty_not_written = 0;  // of those, left without a directory (over max_empty_directories)
+  size_t to_write = 0;     // directories this write meant to write
+  bool interrupted = false;  // progress() said stop: `directories` of `to_write` were written
   uint64_t samples = 0;    // kept samples in the written intervals
   std::string text() const;  // one line for record's summary
 };

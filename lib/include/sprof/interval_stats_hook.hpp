@@ -24,7 +24,10 @@ class IntervalStatsHook : public launch::RecordHooks {
 
   IntervalStatsHook(WriteOptions options, TimelineSource timeline);
 
-  // Never fails the recording: problems are logged and listed in the manifest's errors.
+  void on_start(const launch::RecordContext& context) override { interrupted_ = context.interrupted; }
+  // Fails only when a file could not be written (ErrorKind::io: the recording is incomplete);
+  // other problems are logged and listed in the manifest's errors. A stop
+  // request (RecordContext::interrupted) ends the writing early; the manifest says so.
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
   std::string cost_name() const override { return "stats_directories"; }
 
@@ -33,6 +36,7 @@ class IntervalStatsHook : public launch::RecordHooks {
  private:
   WriteOptions options_;
   TimelineSource timeline_;
+  std::function<bool()> interrupted_ = [] { return false; };
   std::optional<WriteSummary> summary_;
 };
 

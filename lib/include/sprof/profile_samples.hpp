@@ -52,4 +52,17 @@ Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir);
 // and points each process at its entry in it.
 void attach_manifest(ProfileSamples& profile, Manifest manifest);
 
+// A recording that never finished (sprof killed, a full disk: sprof.json still says
+// "recording") has no process list and no end. Fills them from the sample logs: each log's
+// process (pid, ppid, Python version, executable, attach time, counts) and an end at the last
+// sample. Does nothing to a finished manifest. load_profile_samples applies it; `stats-dirs`
+// writes the result back (state "recovered").
+void recover_unfinished(ProfileSamples& profile);
+inline constexpr const char* kRecoveredState = "recovered";
+
+// One line for messages about a profile whose recording or statistics are unfinished ("the
+// recording did not finish ...: `sprof stats-dirs DIR` finishes it"), or "" when it is finished
+// or has no readable sprof.json.
+std::string unfinished_profile_hint(const std::filesystem::path& dir);
+
 }  // namespace sprof::store

@@ -81,9 +81,14 @@ struct RecordResult {
   std::filesystem::path output_dir;
   store::Manifest manifest;
   // What `sprof record` exits with: the launched command's status (128+N for signal N),
-  // 127/126 when it could not be started; 0 after an attach.
+  // 127/126 when it could not be started; 0 after an attach. When the command succeeded but the
+  // profile could not be written whole (write_errors) or nothing could be read for want of
+  // permission: 1. A signal that stopped the writing of statistics after the command: 128+N.
   int exit_code = 0;
   bool sampled_any = false;  // at least one process became a Python sprof could read
+  // Files that could not be written (each names the file and why): the profile is readable up to
+  // the last complete sample-log chunk, and `stats-dirs` finishes what the manifest left open.
+  std::vector<std::string> write_errors;
 };
 
 // Runs a whole recording. Errors are returned for failures before anything was launched

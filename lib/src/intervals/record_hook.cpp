@@ -16,6 +16,8 @@ IntervalStatsHook::IntervalStatsHook(WriteOptions options, TimelineSource timeli
 Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) {
   auto fail = [&](const Error& error) -> Status {
     std::string message = "per-interval stats not written: " + error.message;
+    // A write that failed (a full disk) fails the recording; anything else is noted.
+    if (error.kind == ErrorKind::io) return make_error(ErrorKind::io, "{}", message);
     spdlog::warn("{}", message);
     manifest.errors.push_back(message);
     return {};
@@ -33,9 +35,21 @@ Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, sto
     if (!read.ok()) return fail(read.error());
     timeline = std::move(read).value();
   }
-  auto written = write_interval_stats(*profile, timeline, options_);
+  WriteOptions options = options_;
+  options.progress = [this](size_t done, size_t total) {
+    if (interrupted_()) return false;
+    return !options_.progress || options_.progress(done, total);
+  };
+  auto written = write_interval_stats(*profile, timeline, options);
   if (!written.ok()) return fail(written.error());
   summary_ = *written;
+  if (written->interrupted) {
+    std::string message = fmt::format(
+        "stopped by a signal after {} of {} stats directories; `sprof stats-dirs {}` writes them all",
+        written->directories, written->to_write, output_dir.string());
+    spdlog::warn("{}", message);
+    manifest.errors.push_back(message);
+  }
 
   set_manifest_section(manifest, *written, options_);
   return {};

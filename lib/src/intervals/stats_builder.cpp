@@ -135,6 +135,16 @@ void StatsBuilder::observe(ThreadState& thread, uint32_t stack, bool kept) {
   }
 }
 
+uint64_t StatsBuilder::kept_samples(const std::vector<TimeSpan>& spans, PythonTimer timer) {
+  uint64_t kept = 0;
+  for (const TimeSpan& span : spans) {
+    log_.for_each_sample(span.begin_ns, span.end_ns, [&](const store::SampleRecord& r) {
+      if (r.stack != 0 && timer_keeps(timer, r) && !stack_info(r.stack).frames.empty()) ++kept;
+    });
+  }
+  return kept;
+}
+
 IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTimer timer) {
   for (uint32_t key : key_order_) {
     for (uint32_t edge : key_callers_[key]) {

@@ -17,6 +17,8 @@ class StatsBuilder {
 
   // Statistics of the samples in `spans` that `timer` keeps.
   IntervalStats build(const std::vector<TimeSpan>& spans, PythonTimer timer);
+  // Just how many of them build() would count (IntervalStats::samples), without building.
+  uint64_t kept_samples(const std::vector<TimeSpan>& spans, PythonTimer timer);
 
  private:
   struct StackInfo {

@@ -25,6 +25,11 @@ std::string WriteSummary::text() const {
                                 samples);
   if (excluded > 0) out += fmt::format(", {} interval{} outside the profiling window", excluded, excluded == 1 ? "" : "s");
   if (removed > 0) out += fmt::format(" ({} written before removed)", removed);
+  if (empty_not_written > 0) {
+    out += fmt::format("; {} intervals without a sample got none (too many; stats-dirs --empty-dirs writes them)",
+                       empty_not_written);
+  }
+  if (interrupted) out += fmt::format("; stopped after {} of {}", directories, to_write);
   return out;
 }
 
@@ -34,7 +39,17 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
   WriteSummary summary;
   summary.intervals = planned.size();
   std::map<size_t, std::unique_ptr<StatsBuilder>> builders;  // per process
-  std::set<fs::path> written;
+  auto builder_of = [&](size_t process) -> StatsBuilder& {
+    auto& builder = builders[process];
+    if (!builder) builder = std::make_unique<StatsBuilder>(profile.processes[process].log);
+    return *builder;
+  };
+
+  // First which intervals are in, and which of them kept no sample: past the limit those get no
+  // directory, so the work scales with the samples rather than with the steps.
+  std::vector<const ProcessInterval*> chosen;
+  std::vector<uint8_t> empty;
+  std::set<fs::path> names;
   for (const ProcessInterval& interval : planned) {
     fs::path dir = profile.dir / interval.relative_dir();
     if (options.include && !options.include(interval)) {
@@ -50,19 +65,36 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
       }
       continue;
     }
-    if (!written.insert(dir).second) {
+    if (!names.insert(dir).second) {
       // Two intervals of one process whose ends fall in the same microseconds.
       spdlog::warn("{}: a second interval with the same name; kept the first", dir.string());
       continue;
     }
-    auto& builder = builders[interval.process];
-    if (!builder) builder = std::make_unique<StatsBuilder>(profile.processes[interval.process].log);
-    IntervalStats stats = builder->build(interval.spans, options.timer);
+    chosen.push_back(&interval);
+    bool none = builder_of(interval.process).kept_samples(interval.spans, options.timer) == 0;
+    empty.push_back(none ? 1 : 0);
+    if (none) ++summary.without_samples;
+  }
+  bool skip_empty = summary.without_samples > options.max_empty_directories;
+  if (skip_empty) summary.empty_not_written = summary.without_samples;
+  summary.to_write = chosen.size() - summary.empty_not_written;
 
+  size_t next_report = 0;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (skip_empty && empty[i] != 0) continue;
+    if (options.progress && summary.directories >= next_report) {
+      if (!options.progress(summary.directories, summary.to_write)) {
+        summary.interrupted = true;
+        return summary;
+      }
+      next_report = summary.directories + 64;
+    }
+    const ProcessInterval& interval = *chosen[i];
+    IntervalStats stats = builder_of(interval.process).build(interval.spans, options.timer);
+    fs::path dir = profile.dir / interval.relative_dir();
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", dir.string(), ec.message());
-    if (stats.samples == 0) ++summary.without_samples;
     SPROF_TRY_STATUS(store::write_pstats(dir / store::kCprofileStatsFile, stats.table));
     SPROF_TRY_STATUS(store::write_file_atomically(dir / store::kPyinstrumentJsonFile,
                                                   render_tree_json(profile, interval, stats, options.timer)));
@@ -71,6 +103,7 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
     ++summary.directories;
     summary.samples += stats.samples;
   }
+  if (options.progress) options.progress(summary.directories, summary.to_write);
   return summary;
 }
 
@@ -83,6 +116,9 @@ void set_manifest_section(store::Manifest& manifest, const WriteSummary& summary
   section["directories"] = summary.directories;
   section["excluded"] = summary.excluded;
   section["without_samples"] = summary.without_samples;
+  section["without_samples_not_written"] = summary.empty_not_written;
+  // false: stopped early (a signal); `sprof stats-dirs` writes them all.
+  section["finished"] = !summary.interrupted;
   auto& extra = manifest.extra;
   extra.erase(std::remove_if(extra.begin(), extra.end(), [](const auto& e) { return e.first == kManifestSection; }),
               extra.end());

@@ -345,8 +345,7 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
     if (!writer.ok()) {
       t.gave_up = true;
       t.info.error = writer.error().message;
-      errors_.push_back(writer.error().message);
-      spdlog::error("{}", writer.error().message);
+      write_failed(writer.error().message);
       return;
     }
     t.sampler = std::make_unique<sampler::ProcessSampler>(std::move(writer).value());
@@ -474,8 +473,8 @@ void RecordSession::housekeeping(int64_t now_ns) {
     if (now_ns - t->sampler->log().last_flush_ns() >= kFlushNs) {
       Status status = t->sampler->log().flush();
       if (!status.ok()) {
-        spdlog::error("{}", status.error().message);
-        errors_.push_back(status.error().message);
+        // The log stays readable up to its last complete chunk; sampling this process stops.
+        write_failed(status.error().message);
         stop_sampling(*t, now_ns);
         t->gave_up = true;
       }
@@ -525,7 +524,15 @@ RecordProgress RecordSession::progress(int64_t now_ns) const {
 
 void RecordSession::write_manifest_now() {
   Status status = store::write_manifest(dir_, manifest_);
-  if (!status.ok()) spdlog::error("{}", status.error().message);
+  if (!status.ok()) write_failed(status.error().message);
+}
+
+void RecordSession::write_failed(const std::string& message) {
+  // Said once per distinct failure; the profile is then incomplete and record exits non-zero.
+  if (std::find(write_errors_.begin(), write_errors_.end(), message) != write_errors_.end()) return;
+  spdlog::error("{}", message);
+  write_errors_.push_back(message);
+  errors_.push_back(message);
 }
 
 void RecordSession::wait_for_child() {
@@ -556,7 +563,7 @@ Result<RecordResult> RecordSession::finish() {
     stop_sampling(*t, end);
     if (t->sampler) {
       Status status = t->sampler->log().close();
-      if (!status.ok()) errors_.push_back(status.error().message);
+      if (!status.ok()) write_failed(status.error().message);
       t->info.samples = t->sampler->samples();
       t->info.invalid = t->sampler->invalid();
       t->info.threads = t->sampler->threads();
@@ -573,8 +580,10 @@ Result<RecordResult> RecordSession::finish() {
       manifest_.processes.push_back(t->info);
     }
   }
+  bool permission_problem = false;
   if (!result.sampled_any && !tracked_.empty()) {
     const Tracked& root = *tracked_.front();
+    permission_problem = root.last_error && root.last_error->kind == ErrorKind::permission;
     std::string why = root.last_error ? root.last_error->message : "it exited before an interpreter started";
     std::string what = manifest_.mode == "launch" ? command_text(options_.command) : fmt::format("pid {}", root.pid);
     std::string message = fmt::format("{} never became a Python process sprof could read, so nothing was sampled ({})",
@@ -608,7 +617,7 @@ Result<RecordResult> RecordSession::finish() {
     hook_costs_[i].after_cpu_ns += thread_cpu_ns() - cpu_before;
     hook_costs_[i].after_wall_ns += monotonic_ns() - wall_before;
     if (!status.ok()) {
-      spdlog::error("{}", status.error().message);
+      write_failed(status.error().message);
       manifest_.errors.push_back(status.error().message);
     }
   }
@@ -624,7 +633,14 @@ Result<RecordResult> RecordSession::finish() {
       write_manifest_now();
     }
     result.exit_code = child_status_.value_or(1);
+    // Stopped by a signal while writing, after the command ended: its status if it failed, else
+    // the signal's, so that a script sees the profile is unfinished.
+    if (int sig = signals_->stop_signal(); sig != 0 && result.exit_code == 0) result.exit_code = 128 + sig;
   }
+  // A profile that could not be written whole, or a launch that read nothing for want of
+  // permission, is a failure even when the command succeeded (its status is in the manifest).
+  result.write_errors = write_errors_;
+  if ((!write_errors_.empty() || permission_problem) && result.exit_code == 0) result.exit_code = 1;
   result.manifest = manifest_;
   return result;
 }

@@ -63,6 +63,7 @@ class RecordSession {
   Tracked* find(pid_t pid);
   RecordProgress progress(int64_t now_ns) const;
   void write_manifest_now();
+  void write_failed(const std::string& message);
   void add_costs_section();
   Result<RecordResult> finish();
   void wait_for_child();
@@ -94,6 +95,7 @@ class RecordSession {
   uint64_t ticks_ = 0;
   uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;
+  std::vector<std::string> write_errors_;
 
   // CPU time this thread spent in each hook (aligned with hooks_), and its CPU time when the
   // sampling loop began.

@@ -51,6 +51,8 @@ class SignalGuard {
   int take_stop_request();
   // Whether a stop was requested (not cleared): long work after sampling checks it.
   bool stop_requested() const { return stop_seen_.load() != 0; }
+  // The signal that requested it (or the one before the command existed), or 0.
+  int stop_signal() const { return stop_seen_.load(); }
   // Signals forwarded to the command, and signals it got from its group without sprof.
   int forwarded() const { return forwarded_.load(); }
   int left_to_group() const { return left_to_group_.load(); }

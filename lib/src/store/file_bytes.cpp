@@ -87,7 +87,7 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
   std::filesystem::path temp = path;
   temp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
-  if (fd.get() < 0) return errno_error(errno, "create", temp);
+  if (fd.get() < 0) return errno_error(errno, "write", path);
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
@@ -95,14 +95,14 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
       if (errno == EINTR) continue;
       int err = errno;
       ::unlink(temp.c_str());
-      return errno_error(err, "write", temp);
+      return errno_error(err, "write", path);
     }
     done += static_cast<size_t>(n);
   }
   if (::close(fd.release()) != 0) {
     int err = errno;
     ::unlink(temp.c_str());
-    return errno_error(err, "write", temp);
+    return errno_error(err, "write", path);
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     int err = errno;

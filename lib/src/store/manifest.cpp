@@ -1,5 +1,6 @@
 #include "sprof/manifest.hpp"
 
+#include "store/file_bytes.hpp"
 #include "store/json_text.hpp"
 
 #include <fcntl.h>
@@ -135,30 +136,9 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
     j[key] = std::move(value);
   }
 
-  std::string text = j.dump(2) + "\n";
-  auto final_path = dir / kManifestFileName;
-  auto tmp = dir / (std::string(kManifestFileName) + ".tmp");
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return make_error(ErrorKind::io, "cannot write {}: {}", tmp.string(), std::strerror(errno));
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      return make_error(ErrorKind::io, "cannot write {}: {}", tmp.string(), std::strerror(err));
-    }
-    p += n;
-    left -= size_t(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    return make_error(ErrorKind::io, "cannot rename {} to {}: {}", tmp.string(), final_path.string(),
-                      std::strerror(errno));
-  }
-  return {};
+  // Whole or not at all: a failed write (a full disk) leaves the previous sprof.json and no
+  // temporary file behind.
+  return write_file_atomically(dir / kManifestFileName, j.dump(2) + "\n");
 }
 
 Result<Manifest> read_manifest(const std::filesystem::path& dir) {

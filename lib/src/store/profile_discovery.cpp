@@ -6,7 +6,11 @@
 #include <set>
 #include <system_error>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include "sprof/profile.hpp"
+#include "sprof/profile_samples.hpp"
 
 namespace sprof::store {
 
@@ -276,10 +280,15 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
                           ? ""
                           : fmt::format(" ({} entries skipped, first: {})", index.problems.size(),
                                         index.problems.front().message);
+    std::string hint = unfinished_profile_hint(dir);
+    if (!hint.empty()) return make_error(ErrorKind::bad_input, "no python profiling stats under {}: {}", dir.string(), hint);
     return make_error(ErrorKind::bad_input,
                       "no python profiling stats under {}: expected "
                       "framework/<framework>/<profiler>/<node_id>/<stats_dir>/python_stats{}",
                       dir.string(), why);
+  }
+  if (index.level == ProfileLevel::root) {
+    if (std::string hint = unfinished_profile_hint(dir); !hint.empty()) spdlog::warn("{}: {}", dir.string(), hint);
   }
 
   std::stable_sort(index.records.begin(), index.records.end(),

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace sprof::store {
@@ -68,7 +70,59 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
     return std::make_pair(a.log.pid(), a.node_id) < std::make_pair(b.log.pid(), b.node_id);
   });
   if (profile.manifest) attach_manifest(profile, std::move(*profile.manifest));
+  recover_unfinished(profile);
   return profile;
+}
+
+void recover_unfinished(ProfileSamples& profile) {
+  if (!profile.manifest || profile.manifest->state != "recording") return;
+  Manifest& m = *profile.manifest;
+  int64_t last = 0;
+  for (const auto& p : profile.processes) {
+    last = std::max(last, p.log.last_ns());
+    if (p.process != nullptr || p.log.processes().empty()) continue;
+    const LogProcess& lp = p.log.processes().back();
+    ManifestProcess mp;
+    mp.pid = lp.pid;
+    mp.ppid = lp.ppid;
+    mp.node_id = p.node_id;
+    mp.python_version = lp.python_version;
+    mp.executable = lp.executable;
+    std::error_code ec;
+    mp.sample_log = fs::relative(p.path, profile.dir, ec).string();
+    if (ec || mp.sample_log.empty()) mp.sample_log = (fs::path("samples") / p.node_id / kSampleLogFileName).string();
+    mp.attach_ns = p.log.processes().front().attach_ns;
+    mp.detach_ns = p.log.last_ns();
+    mp.samples = p.log.sample_count();
+    mp.invalid = p.log.invalid_count();
+    mp.threads = static_cast<uint32_t>(p.log.threads().size());
+    if (mp.pid == m.target_pid && !m.command.empty()) {
+      mp.cmdline = m.command;
+    }
+    m.processes.push_back(std::move(mp));
+  }
+  if (m.end_ns == 0 && last > m.start_ns) m.end_ns = last;
+  attach_manifest(profile, std::move(m));
+}
+
+std::string unfinished_profile_hint(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir / kManifestFileName, ec)) return {};
+  auto manifest = read_manifest(dir);
+  if (!manifest.ok()) return {};
+  if (manifest->state == "recording") {
+    return fmt::format("the recording did not finish ({} says \"recording\"): `sprof stats-dirs {}` finishes it",
+                       (dir / kManifestFileName).string(), dir.string());
+  }
+  for (const auto& [key, text] : manifest->extra) {
+    if (key != "interval_stats") continue;  // intervals::kManifestSection
+    auto section = nlohmann::json::parse(text, nullptr, false);
+    if (section.is_object() && section.value("finished", true) == false) {
+      return fmt::format("its stats directories are unfinished (writing was stopped): `sprof stats-dirs {}` writes them",
+                         dir.string());
+    }
+  }
+  return {};
 }
 
 void attach_manifest(ProfileSamples& profile, Manifest manifest) {
