@@ -228,7 +228,8 @@ TEST_CASE("sample log cut anywhere or corrupted never fails past its header", "[
   TempDir dir;
   fs::path file = dir.path / "samples.log";
   std::vector<size_t> chunk_ends;
-  auto expected = write_random_log(file, 60, chunk_ends, 9);
+  auto expected = write_random_log(file, 160, chunk_ends, 9);
+  REQUIRE(chunk_ends.size() >= 4);  // a skipped chunk with more than one after it
   std::string bytes = read_file(file);
   for (size_t cut = 0; cut <= bytes.size(); ++cut) {
     auto log = SampleLog::parse(bytes.substr(0, cut));
@@ -238,16 +239,124 @@ TEST_CASE("sample log cut anywhere or corrupted never fails past its header", "[
     CHECK(log->chunk_count() <= chunks);
     (void)read_back(*log);
   }
-  // Flip one bit per position: the chunk holding it (and all later ones) is dropped.
+  // Flip one bit per position: the chunk holding it is skipped and reading goes on at the next
+  // one (the last chunk has no next one: it is dropped as a corrupt tail).
   for (size_t pos = 16; pos < bytes.size(); pos += 7) {
     std::string bad = bytes;
     bad[pos] = char(bad[pos] ^ 0x10);
     auto log = SampleLog::parse(bad);
     REQUIRE(log.ok());
-    size_t intact = 0;
-    for (size_t end : chunk_ends) intact += end <= pos ? 1 : 0;
-    CHECK(log->trailing_bytes() == bytes.size() - (intact == 0 ? 16 : chunk_ends[intact - 1]));
+    size_t chunk = 0;
+    for (size_t end : chunk_ends) chunk += end <= pos ? 1 : 0;
+    size_t chunk_begin = chunk == 0 ? 16 : chunk_ends[chunk - 1];
+    std::vector<Expected> kept;
+    for (const auto& e : expected) {
+      if (e.chunk != chunk) kept.push_back(e);
+    }
+    if (chunk + 1 == chunk_ends.size()) {
+      CHECK(log->trailing_bytes() == bytes.size() - chunk_begin);
+      CHECK(log->skipped_chunks() == 0);
+    } else {
+      CHECK(log->trailing_bytes() == 0);
+      CHECK(log->skipped_chunks() == 1);
+      CHECK(log->skipped_bytes() == chunk_ends[chunk] - chunk_begin);
+      CHECK(log->lost_samples() == expected.size() - kept.size());
+    }
+    auto got = read_back(*log);
+    REQUIRE(got.size() == kept.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i].time_ns == kept[i].time_ns);
+      REQUIRE(got[i].weight_ns == kept[i].weight_ns);
+      REQUIRE(got[i].flags == kept[i].flags);
+      // What the skipped chunk defined (a function, a frame, the outer part of a stack, a thread)
+      // reads as the stand-in; all else as written.
+      const auto& frames = got[i].frames;
+      bool stand_in = false;
+      for (size_t f = 0; f < frames.size(); ++f) {
+        if (frames[f].find("<lost in a corrupt chunk") == 0) {
+          stand_in = true;
+          continue;
+        }
+        REQUIRE(f < kept[i].frames.size());
+        REQUIRE(frames[f] == kept[i].frames[f]);
+      }
+      if (!stand_in) REQUIRE(frames == kept[i].frames);
+      if (got[i].python_thread_id != 0) REQUIRE(got[i].python_thread_id == kept[i].python_thread_id);
+    }
   }
+}
+
+namespace {
+
+uint64_t take_varint(const std::string& b, size_t& at) {
+  uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    auto byte = uint8_t(b[at++]);
+    v |= uint64_t(byte & 0x7F) << shift;
+    if ((byte & 0x80) == 0) return v;
+  }
+}
+
+uint32_t crc32_of(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (char ch : data) {
+    crc ^= uint8_t(ch);
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void put_le32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xFF));
+}
+
+// The same log in format version 1: chunk headers without the seven counts of version 2.
+std::string as_version_1(const std::string& v2) {
+  std::string out = v2.substr(0, 8);
+  put_le32(out, 1);
+  put_le32(out, 16);
+  size_t pos = 16;
+  while (pos < v2.size()) {
+    uint32_t length = uint8_t(v2[pos + 4]) | uint32_t(uint8_t(v2[pos + 5])) << 8 | uint32_t(uint8_t(v2[pos + 6])) << 16 |
+                      uint32_t(uint8_t(v2[pos + 7])) << 24;
+    std::string body = v2.substr(pos + 12, length);
+    size_t at = 0;
+    for (int i = 0; i < 4; ++i) take_varint(body, at);
+    size_t counts_begin = at;
+    for (int i = 0; i < 7; ++i) take_varint(body, at);
+    std::string v1 = body.substr(0, counts_begin) + body.substr(at);
+    out += "SPCK";
+    put_le32(out, uint32_t(v1.size()));
+    put_le32(out, crc32_of(v1));
+    out += v1;
+    pos += 12 + length;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sample log version 1 still reads, and stops at a corrupt chunk", "[sample_log]") {
+  TempDir dir;
+  fs::path file = dir.path / "samples.log";
+  std::vector<size_t> chunk_ends;
+  auto expected = write_random_log(file, 160, chunk_ends, 13);
+  REQUIRE(chunk_ends.size() >= 3);
+  std::string v1 = as_version_1(read_file(file));
+  auto log = SampleLog::parse(v1);
+  REQUIRE(log.ok());
+  CHECK(log->format_version() == 1);
+  auto got = read_back(*log);
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(same(got[i], expected[i]));
+
+  // A bad byte in the first chunk's body: version 1 cannot resume, everything after is dropped.
+  v1[16 + 12 + 3] = char(v1[16 + 12 + 3] ^ 0x01);
+  auto bad = SampleLog::parse(v1);
+  REQUIRE(bad.ok());
+  CHECK(bad->sample_count() == 0);
+  CHECK(bad->skipped_chunks() == 0);
+  CHECK(bad->trailing_bytes() == v1.size() - 16);
 }
 
 TEST_CASE("sample log rejects other files", "[sample_log]") {

@@ -146,6 +146,14 @@ class SampleLog {
   // Bytes after the last complete chunk (a cut or corrupt tail), and why reading stopped there.
   uint64_t trailing_bytes() const { return trailing_bytes_; }
   const std::string& stop_reason() const { return stop_reason_; }
+  // Corrupt chunks in the middle of a version 2 log, skipped: how many, their bytes, the samples
+  // they held, and why the first was bad. Their definitions are stood in for by one function,
+  // "<lost in a corrupt chunk of the sample log>", so later samples that use them still count.
+  uint64_t skipped_chunks() const { return skipped_chunks_; }
+  uint64_t skipped_bytes() const { return skipped_bytes_; }
+  uint64_t lost_samples() const { return lost_samples_; }
+  const std::string& skip_reason() const { return skip_reason_; }
+  uint32_t format_version() const { return version_; }
 
   // Drops the frames of every function `hidden` says yes to from all stacks (a sample whose frames
   // are all hidden gets the empty stack): stack_nodes() becomes the tree of what is left, and
@@ -166,6 +174,7 @@ class SampleLog {
     uint64_t samples = 0;
   };
   Status load_chunk(size_t body_begin, size_t body_end);
+  void fill_lost_definitions();
 
   std::string bytes_;
   std::vector<Chunk> chunks_;
@@ -182,6 +191,15 @@ class SampleLog {
   uint64_t invalid_count_ = 0;
   uint64_t trailing_bytes_ = 0;
   std::string stop_reason_;
+  uint32_t version_ = 0;
+  uint64_t skipped_chunks_ = 0;
+  uint64_t skipped_bytes_ = 0;
+  uint64_t lost_samples_ = 0;
+  std::string skip_reason_;
+  bool resume_after_gap_ = false;  // the next chunk follows skipped ones
+  uint64_t lost_processes_ = 0;      // process definitions in skipped chunks
+  std::vector<size_t> lost_frames_;  // stand-ins, pointed at the lost function at the end
+  std::vector<size_t> lost_stacks_;
 };
 
 }  // namespace sprof::store

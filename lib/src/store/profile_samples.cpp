@@ -1,6 +1,8 @@
 #include "sprof/profile_samples.hpp"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,32 @@ namespace fs = std::filesystem;
 
 namespace {
 bool g_show_sprof_frames = false;
+
+// Damage is said once per file and process, however often the profile is loaded (record reads
+// it for its summary and for the stats directories; analyze for several sections).
+void warn_once(const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) spdlog::warn("{}", message);
+}
+
+void report_damage(const fs::path& file, const SampleLog& log) {
+  if (log.skipped_chunks() > 0) {
+    warn_once(fmt::format("{}: skipped {} corrupt chunk{} ({} bytes, {} thread samples lost; first: {})", file.string(),
+                          log.skipped_chunks(), log.skipped_chunks() == 1 ? "" : "s", log.skipped_bytes(),
+                          log.lost_samples(), log.skip_reason()));
+  }
+  if (log.trailing_bytes() == 0) return;
+  // A tail cut short is what a killed recording leaves (at most its last second): not news.
+  if (log.stop_reason().starts_with("file ends inside")) {
+    spdlog::debug("{}: ignoring {} bytes after the last complete chunk ({})", file.string(), log.trailing_bytes(),
+                  log.stop_reason());
+    return;
+  }
+  warn_once(fmt::format("{}: dropped the last {} bytes ({}){}", file.string(), log.trailing_bytes(), log.stop_reason(),
+                        log.format_version() < 2 ? "; a version 1 log cannot be read past a corrupt chunk" : ""));
+}
 }  // namespace
 
 void set_show_sprof_frames(bool show) { g_show_sprof_frames = show; }
@@ -55,10 +83,7 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
       if (!entry.is_directory() || !fs::exists(file)) continue;
       auto log = SampleLog::open(file);
       if (!log.ok()) return std::move(log).error();
-      if (log->trailing_bytes() > 0) {
-        spdlog::debug("{}: ignoring {} bytes after the last complete chunk ({})", file.string(), log->trailing_bytes(),
-                      log->stop_reason());
-      }
+      report_damage(file, *log);
       if (!g_show_sprof_frames) {
         log->hide_functions([](const LogFunction& f) { return is_sprof_bootstrap_file(f.file); });
       }

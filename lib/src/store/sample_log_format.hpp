@@ -10,7 +10,9 @@
 namespace sprof::store::samplelog {
 
 inline constexpr char kFileMagic[8] = {'S', 'P', 'R', 'O', 'F', 'L', 'O', 'G'};
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 adds ChunkStart to every chunk header; version 1 files are still read.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr size_t kFileHeaderSize = 16;  // magic, u32 version, u32 header size
 
 inline constexpr char kChunkMagic[4] = {'S', 'P', 'C', 'K'};
@@ -32,6 +34,18 @@ enum DefTag : uint8_t {
                             // suffix bytes: the first `prefix length` bytes of the base, then the suffix
   kDefStackChain = 0x0A,    // varint parent stack, varint n, n varint frames: n new stacks, each
                             // the previous one (the parent first) plus one more inner frame
+};
+
+// What the chunks before one hold (v2): thread samples, and the number of strings, functions,
+// frames, stacks (not counting stack 0), threads and processes they define.
+struct ChunkStart {
+  uint64_t samples = 0;
+  uint64_t strings = 0;
+  uint64_t functions = 0;
+  uint64_t frames = 0;
+  uint64_t stacks = 0;
+  uint64_t threads = 0;
+  uint64_t processes = 0;
 };
 
 // Sample records (the second part). Low two bits: the kind; bit 2: an explicit weight follows.
@@ -63,6 +77,10 @@ inline void put_varint(std::string& out, uint64_t v) {
   }
   b[n++] = char(v);
   out.append(b, size_t(n));
+}
+
+inline void put_chunk_start(std::string& out, const ChunkStart& s) {
+  for (uint64_t v : {s.samples, s.strings, s.functions, s.frames, s.stacks, s.threads, s.processes}) put_varint(out, v);
 }
 
 inline uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
@@ -100,6 +118,11 @@ class Cursor {
     if (!varint(u)) return false;
     v = unzigzag(u);
     return true;
+  }
+
+  bool chunk_start(ChunkStart& s) {
+    return varint(s.samples) && varint(s.strings) && varint(s.functions) && varint(s.frames) && varint(s.stacks) &&
+           varint(s.threads) && varint(s.processes);
   }
 
   bool bytes(size_t n, std::string_view& out) {

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "sprof/sample_log.hpp"
 #include "store/crc32.hpp"
 #include "store/sample_log_format.hpp"
@@ -122,48 +124,84 @@ Result<SampleLog> SampleLog::parse(std::string bytes, std::string name) {
   }
   uint32_t version = get_u32(b.data() + 8);
   uint32_t header_size = get_u32(b.data() + 12);
-  if (version != kFormatVersion) {
-    return make_error(ErrorKind::unsupported, "{}: sample log format version {} is not supported (this sprof reads {})",
-                      name, version, kFormatVersion);
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
+    return make_error(ErrorKind::unsupported, "{}: sample log format version {} is not supported (this sprof reads {} to {})",
+                      name, version, kOldestFormatVersion, kFormatVersion);
   }
   if (header_size < kFileHeaderSize || header_size > b.size()) {
     return make_error(ErrorKind::bad_input, "{}: bad header size {}", name, header_size);
   }
+  log.version_ = version;
+
+  // Whether a whole chunk with a good checksum starts at `at`; its body length if so.
+  auto sound_chunk = [&](size_t at, uint32_t& length) {
+    if (b.size() - at < kChunkPrefixSize || std::memcmp(b.data() + at, kChunkMagic, sizeof kChunkMagic) != 0) {
+      return false;
+    }
+    length = get_u32(b.data() + at + 4);
+    return length <= kMaxChunkBody && b.size() - at - kChunkPrefixSize >= length &&
+           crc32(b.data() + at + kChunkPrefixSize, length) == get_u32(b.data() + at + 8);
+  };
+  // Version 2 chunks say which ids they start at, so reading can resume at the next sound chunk
+  // after a corrupt one; version 1 stops there.
+  auto next_sound_chunk = [&](size_t from) -> size_t {
+    if (version < 2) return b.size();
+    std::string_view rest(b);
+    for (size_t at = rest.find(std::string_view(kChunkMagic, sizeof kChunkMagic), from); at != std::string_view::npos;
+         at = rest.find(std::string_view(kChunkMagic, sizeof kChunkMagic), at + 1)) {
+      uint32_t length = 0;
+      if (sound_chunk(at, length)) return at;
+    }
+    return b.size();
+  };
 
   size_t pos = header_size;
   while (pos < b.size()) {
+    std::string problem;
+    uint32_t length = 0;
     if (b.size() - pos < kChunkPrefixSize) {
-      log.stop_reason_ = "file ends inside a chunk header";
+      problem = "file ends inside a chunk header";
+    } else if (std::memcmp(b.data() + pos, kChunkMagic, sizeof kChunkMagic) != 0) {
+      problem = fmt::format("bad chunk magic at byte {}", pos);
+    } else if (length = get_u32(b.data() + pos + 4); length > kMaxChunkBody) {
+      problem = fmt::format("implausible chunk length {} at byte {}", length, pos);
+    } else if (b.size() - pos - kChunkPrefixSize < length) {
+      problem = fmt::format("file ends inside the chunk at byte {}", pos);
+    } else if (crc32(b.data() + pos + kChunkPrefixSize, length) != get_u32(b.data() + pos + 8)) {
+      problem = fmt::format("checksum mismatch in the chunk at byte {}", pos);
+    } else if (Status status = log.load_chunk(pos + kChunkPrefixSize, pos + kChunkPrefixSize + length); !status.ok()) {
+      problem = fmt::format("malformed chunk at byte {}: {}", pos, status.error().message);
+    }
+    if (problem.empty()) {
+      pos += kChunkPrefixSize + length;
+      continue;
+    }
+    size_t next = next_sound_chunk(pos + 1);
+    if (next >= b.size()) {
+      log.stop_reason_ = problem;  // nothing sound after it: a torn or corrupt end
       break;
     }
-    if (std::memcmp(b.data() + pos, kChunkMagic, sizeof kChunkMagic) != 0) {
-      log.stop_reason_ = fmt::format("bad chunk magic at byte {}", pos);
-      break;
-    }
-    uint32_t length = get_u32(b.data() + pos + 4);
-    uint32_t crc = get_u32(b.data() + pos + 8);
-    if (length > kMaxChunkBody) {
-      log.stop_reason_ = fmt::format("implausible chunk length {} at byte {}", length, pos);
-      break;
-    }
-    if (b.size() - pos - kChunkPrefixSize < length) {
-      log.stop_reason_ = fmt::format("file ends inside the chunk at byte {}", pos);
-      break;
-    }
-    size_t body = pos + kChunkPrefixSize;
-    if (crc32(b.data() + body, length) != crc) {
-      log.stop_reason_ = fmt::format("checksum mismatch in the chunk at byte {}", pos);
-      break;
-    }
-    Status status = log.load_chunk(body, body + length);
-    if (!status.ok()) {
-      log.stop_reason_ = fmt::format("malformed chunk at byte {}: {}", pos, status.error().message);
-      break;
-    }
-    pos = body + length;
+    // A corrupt chunk in the middle: skip to the next sound one, which tells what was lost.
+    ++log.skipped_chunks_;
+    log.skipped_bytes_ += next - pos;
+    if (log.skip_reason_.empty()) log.skip_reason_ = problem;
+    log.resume_after_gap_ = true;
+    pos = next;
   }
   log.trailing_bytes_ = b.size() - pos;
+  log.fill_lost_definitions();
   return log;
+}
+
+void SampleLog::fill_lost_definitions() {
+  if (lost_frames_.empty() && lost_stacks_.empty()) return;
+  // One stand-in function and frame, after every real id, for what the skipped chunks defined.
+  auto function = static_cast<uint32_t>(functions_.size());
+  functions_.push_back({"<sprof>", "<lost in a corrupt chunk of the sample log>", 0});
+  for (size_t frame : lost_frames_) frames_[frame].function = function;
+  auto frame = static_cast<uint32_t>(frames_.size());
+  frames_.push_back({function, 0});
+  for (size_t stack : lost_stacks_) stack_nodes_[stack] = {0, frame};
 }
 
 Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
@@ -171,7 +209,16 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
   const size_t n_processes = processes_.size(), n_strings = strings_.size(), n_functions = functions_.size(),
                n_frames = frames_.size(), n_threads = threads_.size(), n_nodes = stack_nodes_.size();
   std::vector<std::pair<size_t, std::string>> renamed;  // (thread, old name) for rollback
+  const size_t n_lost_frames = lost_frames_.size(), n_lost_stacks = lost_stacks_.size();
+  const uint64_t lost_samples = lost_samples_;
+  const bool after_gap = resume_after_gap_;
+  const uint64_t lost_processes = lost_processes_;
   auto fail = [&](const char* what) -> Status {
+    lost_frames_.resize(n_lost_frames);
+    lost_stacks_.resize(n_lost_stacks);
+    lost_samples_ = lost_samples;
+    lost_processes_ = lost_processes;
+    resume_after_gap_ = after_gap;
     processes_.resize(n_processes);
     strings_.resize(n_strings);
     functions_.resize(n_functions);
@@ -190,6 +237,36 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
   int64_t first_us = 0;
   if (!c.varint(defs_len) || !c.svarint(first_us) || !c.varint(span_us) || !c.varint(samples)) {
     return fail("truncated chunk header");
+  }
+  if (version_ >= 2) {
+    ChunkStart start;
+    if (!c.chunk_start(start)) return fail("truncated chunk header");
+    const uint64_t have[] = {strings_.size(), functions_.size(), frames_.size(), stack_nodes_.size() - 1,
+                             threads_.size(), processes_.size() + lost_processes_};
+    const uint64_t want[] = {start.strings, start.functions, start.frames, start.stacks, start.threads, start.processes};
+    for (size_t i = 0; i < 6; ++i) {
+      // More than this chunk expects, or (without a skipped chunk before it) a different count: corrupt.
+      if (have[i] > want[i] || (!resume_after_gap_ && have[i] != want[i])) return fail("definition counts do not match");
+      if (want[i] - have[i] > kMaxChunkBody) return fail("definition counts do not match");
+    }
+    if (start.samples < sample_count_) return fail("sample count before the chunk does not match");
+    if (resume_after_gap_) {
+      // Stand in for the definitions of the skipped chunks (fill_lost_definitions() names them).
+      while (strings_.size() < start.strings) strings_.emplace_back("<lost>");
+      while (functions_.size() < start.functions) functions_.push_back({"<sprof>", "<lost in a corrupt chunk of the sample log>", 0});
+      while (frames_.size() < start.frames) {
+        lost_frames_.push_back(frames_.size());
+        frames_.push_back({0, 0});
+      }
+      while (stack_nodes_.size() - 1 < start.stacks) {
+        lost_stacks_.push_back(stack_nodes_.size());
+        stack_nodes_.push_back({0, 0});
+      }
+      while (threads_.size() < start.threads) threads_.push_back({0, 0, {}});
+      lost_processes_ = start.processes - processes_.size();  // nothing to stand in with: counted
+      lost_samples_ += start.samples - sample_count_;
+      resume_after_gap_ = false;
+    }
   }
   std::string_view defs;
   if (first_us < 0 || first_us >= kMaxTimeUs) return fail("chunk time out of range");

@@ -60,6 +60,12 @@ struct SampleLogWriter::Impl {
   std::unordered_map<uint64_t, uint32_t> child_of;     // (parent << 32 | frame) -> node
   std::unordered_map<uint64_t, uint32_t> stack_cache;  // hash of the whole stack -> node
 
+  uint32_t processes = 0;
+
+  // What the chunks written so far hold (v2 chunk headers repeat it, so that a reader can pick up
+  // after a corrupt chunk: the ids the next chunk's definitions start at, the samples lost).
+  ChunkStart written;
+
   // Open chunk.
   bool have_tick = false;
   int64_t first_us = 0;
@@ -159,6 +165,7 @@ void SampleLogWriter::add_process(const LogProcess& process) {
   Impl& m = *impl_;
   uint32_t version = m.string_id(process.python_version);
   uint32_t exe = m.string_id(process.executable);
+  ++m.processes;
   m.defs.push_back(char(kDefProcess));
   put_varint(m.defs, uint32_t(process.pid));
   put_varint(m.defs, uint32_t(process.ppid));
@@ -338,6 +345,7 @@ Status SampleLogWriter::flush() {
   put_svarint(body, m.have_tick ? m.first_us : 0);
   put_varint(body, m.have_tick ? uint64_t(m.prev_us - m.first_us) : 0);
   put_varint(body, m.chunk_samples);
+  put_chunk_start(body, m.written);
   body.append(m.defs);
   body.append(m.samples);
 
@@ -347,7 +355,9 @@ Status SampleLogWriter::flush() {
   chunk.append(body);
 
   // Reset the chunk state before writing: a failed write loses this chunk, not the log's framing
-  // (the reader stops at the torn chunk).
+  // (the reader skips the torn chunk and stands in for its definitions).
+  m.written = {samples_total_, m.string_ids.size(), m.next_function, m.next_frame, m.node_parent.size() - 1,
+               m.next_thread, m.processes};
   m.defs.clear();
   m.samples.clear();
   m.have_tick = false;
