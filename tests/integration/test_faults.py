@@ -7,6 +7,7 @@ import concurrent.futures
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -154,6 +155,186 @@ class InheritedDispositionTest(TempDirTestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(plain.stdout, "True [%d]\n" % signal.SIGUSR1)
         self.assertEqual(proc.stdout, plain.stdout)
+
+
+# A target that works for a while with a deep-ish stack, so its sample log grows.
+BUSY = r"""
+import json, sys, time
+def f(n):
+    return f(n - 1) if n else [json.dumps({"a": list(range(50))}) for _ in range(10)]
+end = time.time() + float(sys.argv[1])
+while time.time() < end: f(30)
+print("target ok", flush=True)
+raise SystemExit(int(sys.argv[2]))
+"""
+
+
+class FullDiskTest(TempDirTestCase):
+    def mount_small(self, size):
+        mnt = os.path.join(self.tmp, "small")
+        os.mkdir(mnt)
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", mnt], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise unittest.SkipTest("cannot mount a small tmpfs here (%s): the full-disk runs need root and mount(8)"
+                                    % proc.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        return mnt
+
+    def test_a_full_disk_is_a_failure_said_once_and_the_profile_is_recoverable(self):
+        require_sprof()
+        mnt = self.mount_small("24k")
+        counts = collections.Counter()
+        for status in (0, 3):
+            out = os.path.join(mnt, "p%d" % status)
+            proc = subprocess.run([SPROF_BIN, "record", "-r", "1000", "-o", out, "--", PY, "-c", BUSY, "1.5",
+                                   str(status)], capture_output=True, text=True, timeout=120)
+            counts["exit %d for a command exiting %d" % (proc.returncode, status)] += 1
+            self.assertIn("target ok", proc.stdout)  # the command ran to its end, untouched
+            self.assertEqual(proc.returncode, status if status else 1, proc.stderr)
+            self.assertIn("No space left on device", proc.stderr)
+            self.assertNotIn("sprof: wrote", proc.stderr)
+            self.assertIn("is incomplete", proc.stderr)
+            # Each failed file is named once.
+            errors = [line for line in proc.stderr.splitlines() if line.startswith("sprof: error:")]
+            self.assertEqual(len(errors), len(set(errors)), proc.stderr)
+            self.assertTrue(all("No space left on device" in line for line in errors), proc.stderr)
+            leftovers = [name for _, _, files in os.walk(out) for name in files if ".tmp" in name]
+            self.assertEqual(leftovers, [])
+            shutil.rmtree(out, ignore_errors=True)
+        report("full disk (24 KiB tmpfs)", counts)
+
+        # Room again: stats-dirs finishes what the full disk left.
+        out = os.path.join(mnt, "p")
+        proc = subprocess.run([SPROF_BIN, "record", "-r", "1000", "--no-system-metrics", "-o", out, "--", PY, "-c",
+                               BUSY, "1.5", "0"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        subprocess.run(["mount", "-o", "remount,size=64m", mnt], check=True)
+        fixed = run_sprof("stats-dirs", out, check=0)
+        m = manifest(out)
+        self.assertIn(m["state"], ("complete", "recovered"), fixed.stderr)
+        self.assertTrue(m["interval_stats"]["finished"])
+        self.assertEqual(len(m["processes"]), 1)
+        self.assertGreater(m["processes"][0]["samples"], 0)
+
+
+class KilledRecorderTest(TempDirTestCase):
+    def test_sigkill_of_sprof_then_stats_dirs_recovers_the_profile(self):
+        require_sprof()
+        out = os.path.join(self.tmp, "p")
+        counts = collections.Counter()
+        proc = subprocess.Popen([SPROF_BIN, "record", "--no-inject", "-r", "200", "-o", out, "--", PY, "-u", "-c",
+                                 "import time\nprint('ready')\nend = time.time() + 6\n"
+                                 "while time.time() < end: sum(range(1000))"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        target = None
+        try:
+            self.assertEqual(proc.stdout.readline().strip(), b"ready")
+            time.sleep(2.5)  # two flushes of the sample log
+            target = manifest(out)["target_pid"]
+            proc.kill()
+            proc.wait()
+        finally:
+            if target:
+                os.kill(target, signal.SIGKILL)
+        self.assertEqual(manifest(out)["state"], "recording")
+        # Before: the commands that need stats directories say how to make them.
+        listed = run_sprof("list-stats", out)
+        self.assertEqual(listed.returncode, 2)
+        self.assertIn("stats-dirs", listed.stderr)
+        # analyze knows the process and its Python from the sample log.
+        analyzed = run_sprof("analyze", "-f", "json", out, check=0)
+        job = json.loads(analyzed.stdout)["job"]
+        self.assertEqual(len(job["processes"]), 1, analyzed.stdout[:2000])
+        self.assertTrue(job["python_versions"])
+        # After: intervals end at the last sample, so a query over the recorded seconds has them.
+        run_sprof("stats-dirs", out, check=0)
+        m = manifest(out)
+        self.assertEqual(m["state"], "recovered")
+        self.assertGreater(m["duration_s"], 1.5)
+        fetched = run_sprof("fetch-by-time", out, "--start-time", "0", "--end-time", "1e18", check=0)
+        self.assertIn("1 of 1 intervals", fetched.stdout)
+        found = re.search(r"function calls.* in ([0-9.]+) seconds", fetched.stdout)
+        self.assertTrue(found, fetched.stdout[:500])
+        seconds = float(found.group(1))
+        self.assertGreater(seconds, 1.5, fetched.stdout[:500])
+        counts["recovered"] += 1
+        report("SIGKILL of sprof mid-run", counts)
+
+
+class CorruptChunkTest(TempDirTestCase):
+    def test_a_bad_byte_loses_one_chunk_and_is_said_once(self):
+        require_sprof()
+        out = os.path.join(self.tmp, "p")
+        run_sprof("-q", "record", "--no-inject", "--no-system-metrics", "-r", "300", "-o", out, "--", PY, "-c",
+                  BUSY, "3.5", "0", check=0)
+        log = [os.path.join(d, f) for d, _, files in os.walk(os.path.join(out, "samples")) for f in files][0]
+        with open(log, "rb") as f:
+            data = bytearray(f.read())
+        starts = [i for i in range(16, len(data) - 4) if data[i:i + 4] == b"SPCK"]
+        self.assertGreaterEqual(len(starts), 3, "expected a chunk a second")
+        def exported():
+            dumped = run_sprof("export", "-f", "collapsed", "--idle", out, check=0)
+            return sum(int(line.rsplit(" ", 1)[1]) for line in dumped.stdout.splitlines() if line.strip())
+
+        before = exported()
+        counts = collections.Counter()
+        for which in (0, 1):  # the first chunk, then one in the middle
+            bad = bytearray(data)
+            bad[(starts[which] + starts[which + 1]) // 2] ^= 0x40
+            with open(log, "wb") as f:
+                f.write(bad)
+            analyzed = run_sprof("analyze", out, check=0)
+            warnings = [line for line in analyzed.stderr.splitlines() if "corrupt chunk" in line]
+            self.assertEqual(len(warnings), 1, analyzed.stderr)
+            lost = int(warnings[0].split(" thread samples lost")[0].rsplit(" ", 1)[1])
+            self.assertGreater(lost, 0)
+            kept = exported()
+            # Samples without Python frames are not in collapsed stacks: allow for those.
+            self.assertLessEqual(kept + lost, before + 5)
+            self.assertGreaterEqual(kept + lost, before - 5)
+            counts["chunk %d corrupted: %d of %d samples kept" % (which, kept, before)] += 1
+        with open(log, "wb") as f:
+            f.write(data)
+        report("corrupt sample-log chunk", counts)
+
+
+class StepHeavyTest(TempDirTestCase):
+    def test_many_tiny_steps_finish_fast_and_stop_on_sigint(self):
+        require_sprof()
+        out = os.path.join(self.tmp, "p")
+        many = "import sprof\nfor i in range(150000): sprof.step()\nprint('done', flush=True)"
+        start = time.time()
+        proc = run_sprof("-q", "record", "--no-system-metrics", "-o", out, "--", PY, "-c", many, check=0)
+        took = time.time() - start
+        m = manifest(out)
+        stats = m["interval_stats"]
+        dirs = sum(1 for _ in os.scandir(os.path.join(out, "framework", "python", "pyinstrument",
+                                                       m["processes"][0]["node_id"])))
+        self.assertEqual(dirs, stats["directories"])
+        self.assertLessEqual(dirs, m["processes"][0]["samples"] + 2)  # scales with samples, not steps
+        self.assertGreater(stats["without_samples_not_written"], 100000)
+        report("150000 tiny steps", {"stats directories": dirs, "seconds": int(took)})
+
+        # SIGINT while the stats directories are written (after the command ended): stop there.
+        out = os.path.join(self.tmp, "q")
+        busy = ("import sprof, time\nfor i in range(4000):\n    sprof.step()\n    t = time.perf_counter() + 0.001\n"
+                "    while time.perf_counter() < t: pass\nprint('done', flush=True)")
+        proc = subprocess.Popen([SPROF_BIN, "-q", "record", "-r", "2000", "--no-system-metrics", "-o", out, "--", PY,
+                                 "-c", busy], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(proc.stdout.readline().strip(), b"done")
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        m = manifest(out)
+        if m["interval_stats"]["finished"]:
+            self.skipTest("the stats directories were written before the signal came")
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, stderr)
+        self.assertIn("stats-dirs", " ".join(m["errors"]))
+        listed = run_sprof("list-stats", out, check=0)
+        self.assertIn("stats-dirs", listed.stderr)
+        run_sprof("stats-dirs", out, check=0)
+        self.assertTrue(manifest(out)["interval_stats"]["finished"])
 
 
 if __name__ == "__main__":
