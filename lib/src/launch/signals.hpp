@@ -9,8 +9,9 @@
 //  - afterwards, and in attach mode: a stop request (stop sampling, or stop writing statistics
 //    early and leave the profile for `stats-dirs` to finish).
 // Signals the parent left ignored (nohup's SIGHUP, a background job's SIGINT) stay ignored by
-// sprof and by the command. The signals are blocked in every thread and taken by one thread of
-// the guard's (sigwaitinfo), so nothing is lost between fork and exec or during a hook.
+// sprof and by the command. The four are blocked in every thread and taken by one thread of the
+// guard's (sigwaitinfo), so nothing is lost between fork and exec or during a hook. SIGCHLD is
+// set to its default (an inherited SIG_IGN would reap the command) and left alone.
 
 #include <signal.h>
 #include <sys/types.h>
