@@ -16,8 +16,8 @@ struct BetweenModesOptions {
 };
 
 Result<int> run_between_modes(const BetweenModesOptions& options) {
-  store::ProfileMode start = mode_from_name(options.start_mode);
-  store::ProfileMode end = mode_from_name(options.end_mode);
+  Mode start = mode_from_name(options.start_mode);
+  Mode end = mode_from_name(options.end_mode);
   SelectionCommand spec;
   spec.command = "between-modes";
   spec.query["start_mode"] = options.start_mode;

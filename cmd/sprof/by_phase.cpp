@@ -96,8 +96,8 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
         Json j;
         j["name"] = r.name;
         if (r.training != nullptr) {
-          j["start_mode"] = store::to_string(r.training->start_mode);
-          j["end_mode"] = store::to_string(r.training->end_mode);
+          j["start_mode"] = sprof::to_string(r.training->start_mode);
+          j["end_mode"] = sprof::to_string(r.training->end_mode);
         }
         j["parts"] = r.parts;
         append_aggregate_json(j, r.aggregate, options.query);

@@ -55,10 +55,10 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
         for (std::string text :
              {r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
               float_text(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
-              std::string(store::to_string(r->name.start.mode)),
-              std::string(store::to_string(r->name.end.mode)),
-              std::string(store::to_string(r->name.start.phase)),
-              std::string(store::to_string(r->name.end.phase)), r->path.string()}) {
+              std::string(sprof::to_string(r->name.start.mode)),
+              std::string(sprof::to_string(r->name.end.mode)),
+              std::string(sprof::to_string(r->name.start.phase)),
+              std::string(sprof::to_string(r->name.end.phase)), r->path.string()}) {
           cells.push_back(TableCell{std::move(text), ""});
         }
         table.add_row(std::move(cells));

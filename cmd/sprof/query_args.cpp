@@ -7,22 +7,22 @@ namespace sprof::cli {
 
 std::vector<std::string> profile_mode_names() {
   std::vector<std::string> names;
-  for (store::ProfileMode m : store::kAllProfileModes) names.emplace_back(store::to_string(m));
+  for (Mode m : kAllModes) names.emplace_back(sprof::to_string(m));
   return names;
 }
 
 std::vector<std::string> step_phase_names() {
   std::vector<std::string> names;
-  for (store::StepPhase p : store::kAllStepPhases) names.emplace_back(store::to_string(p));
+  for (Phase p : kAllPhases) names.emplace_back(sprof::to_string(p));
   return names;
 }
 
-store::ProfileMode mode_from_name(const std::string& name) {
-  return store::parse_profile_mode(name).value_or(store::ProfileMode::train);
+Mode mode_from_name(const std::string& name) {
+  return parse_mode(name).value_or(Mode::train);
 }
 
-store::StepPhase phase_from_name(const std::string& name) {
-  return store::parse_step_phase(name).value_or(store::StepPhase::step_start);
+Phase phase_from_name(const std::string& name) {
+  return parse_phase(name).value_or(Phase::stepstart);
 }
 
 Result<double> parse_step_arg(const std::string& flag, const std::string& text, bool is_end) {

@@ -12,8 +12,8 @@ namespace sprof::cli {
 // Names accepted by --mode/--start-mode/--end-mode and --start-phase/--end-phase.
 std::vector<std::string> profile_mode_names();
 std::vector<std::string> step_phase_names();
-store::ProfileMode mode_from_name(const std::string& name);  // name already validated
-store::StepPhase phase_from_name(const std::string& name);   // name already validated
+Mode mode_from_name(const std::string& name);  // name already validated
+Phase phase_from_name(const std::string& name);   // name already validated
 
 // A step: an integer, or `*` (-1 as a start step, +inf as an end step, as smdebug reads them).
 Result<double> parse_step_arg(const std::string& flag, const std::string& text, bool is_end);

@@ -47,13 +47,13 @@ Json record_json(const store::StatsRecord& r) {
   j["profiler_name"] = r.profiler;
   j["framework"] = r.framework;
   j["node_id"] = r.node_id;
-  j["start_mode"] = store::to_string(r.name.start.mode);
+  j["start_mode"] = sprof::to_string(r.name.start.mode);
   j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
-  j["start_phase"] = store::to_string(r.name.start.phase);
+  j["start_phase"] = sprof::to_string(r.name.start.phase);
   j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
-  j["end_mode"] = store::to_string(r.name.end.mode);
+  j["end_mode"] = sprof::to_string(r.name.end.mode);
   j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
-  j["end_phase"] = store::to_string(r.name.end.phase);
+  j["end_phase"] = sprof::to_string(r.name.end.phase);
   j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
   j["stats_path"] = r.path.string();
   j["stats_dir"] = r.dir_name;
@@ -82,13 +82,13 @@ std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
   return {r.profiler,
           r.framework,
           r.node_id,
-          std::string(store::to_string(r.name.start.mode)),
+          std::string(sprof::to_string(r.name.start.mode)),
           start_step_text(r.name),
-          std::string(store::to_string(r.name.start.phase)),
+          std::string(sprof::to_string(r.name.start.phase)),
           float_text(r.name.start.time_us),
-          std::string(store::to_string(r.name.end.mode)),
+          std::string(sprof::to_string(r.name.end.mode)),
           end_step_text(r.name),
-          std::string(store::to_string(r.name.end.phase)),
+          std::string(sprof::to_string(r.name.end.phase)),
           float_text(r.name.end.time_us),
           r.path.string(),
           r.dir_name,

@@ -54,7 +54,7 @@ const char* scope_name(InstantScope s) {
   return "?";
 }
 
-json step_json(Mode mode, int64_t step, int64_t global_step) {
+json step_json(sprof::Mode mode, int64_t step, int64_t global_step) {
   return {{"mode", to_string(mode)}, {"step", step}, {"global_step", global_step}};
 }
 

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   for (const auto& p : timeline->processes) {
     json steps = json::array();
     for (const auto& s : p.steps) {
-      steps.push_back({{"mode", sprof::bootstrap::to_string(s.mode)}, {"step", s.step}, {"global_step", s.global_step},
+      steps.push_back({{"mode", sprof::to_string(s.mode)}, {"step", s.step}, {"global_step", s.global_step},
                        {"begin", s.begin_ns}, {"end", s.end_ns},
                        {"forward_pass_end", s.forward_pass_end_ns ? json(*s.forward_pass_end_ns) : json(nullptr)}});
     }

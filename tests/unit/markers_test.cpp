@@ -9,6 +9,7 @@
 #include "sprof/markers.hpp"
 
 using namespace sprof::bootstrap;
+using sprof::Mode;
 
 namespace {
 
@@ -201,9 +202,11 @@ TEST_CASE("markers of a pid that speaks another protocol version are skipped", "
 }
 
 TEST_CASE("mode names", "[markers]") {
-  for (Mode m : {Mode::train, Mode::eval, Mode::predict, Mode::global}) {
-    CHECK(parse_mode(to_string(m)) == m);
+  for (sprof::Mode m : {sprof::Mode::train, sprof::Mode::eval, sprof::Mode::predict, sprof::Mode::global}) {
+    CHECK(sprof::parse_step_mode(sprof::to_string(m)) == m);
   }
-  CHECK(std::string(mode_key_name(Mode::train)) == "TRAIN");
-  CHECK_FALSE(parse_mode("TRAIN"));
+  CHECK(std::string(sprof::mode_key_name(sprof::Mode::train)) == "TRAIN");
+  CHECK_FALSE(sprof::parse_step_mode("TRAIN"));
+  CHECK_FALSE(sprof::parse_step_mode("prestepzero"));  // a stats-directory mode, never a step's
+  CHECK(sprof::parse_mode("prestepzero") == sprof::Mode::prestepzero);
 }

@@ -5,6 +5,7 @@
 #include "sprof/query.hpp"
 
 using namespace sprof::query;
+using sprof::Phase;
 using sprof::store::parse_stats_dir_name;
 
 namespace {
@@ -33,22 +34,22 @@ TEST_CASE("in_step_interval follows smdebug's rules", "[query]") {
   auto between = name("train-1-stepend-1_train-2-stepstart-2");
   auto pre = name("prestepzero-*-start-1_train-0-stepstart-2");
   auto post = name("train-4-stepend-1_posthookclose-*-end-2");
-  using P = StepPhase;
+  using P = Phase;
   // Strictly inside.
-  CHECK(in_step_interval(within, 0, 2, P::step_start, P::step_end));
+  CHECK(in_step_interval(within, 0, 2, P::stepstart, P::stepend));
   // Equal boundaries with the default phases.
-  CHECK(in_step_interval(within, 1, 1, P::step_start, P::step_end));
-  CHECK_FALSE(in_step_interval(between, 1, 1, P::step_start, P::step_end));
+  CHECK(in_step_interval(within, 1, 1, P::stepstart, P::stepend));
+  CHECK_FALSE(in_step_interval(between, 1, 1, P::stepstart, P::stepend));
   // A requested start phase of stepend keeps only stats that start at stepend.
-  CHECK_FALSE(in_step_interval(within, 1, 2, P::step_end, P::step_start));
-  CHECK(in_step_interval(between, 1, 2, P::step_end, P::step_start));
+  CHECK_FALSE(in_step_interval(within, 1, 2, P::stepend, P::stepstart));
+  CHECK(in_step_interval(between, 1, 2, P::stepend, P::stepstart));
   // A requested end phase of stepstart keeps only stats that end at stepstart.
-  CHECK_FALSE(in_step_interval(within, 0, 1, P::step_start, P::step_start));
+  CHECK_FALSE(in_step_interval(within, 0, 1, P::stepstart, P::stepstart));
   // `*` steps are -1 and +inf.
-  CHECK(in_step_interval(pre, -1, 0, P::start, P::step_start));
-  CHECK_FALSE(in_step_interval(pre, 0, 5, P::step_start, P::step_end));
-  CHECK(in_step_interval(post, 0, inf, P::step_start, P::step_end));
-  CHECK_FALSE(in_step_interval(post, 0, 100, P::step_start, P::step_end));
+  CHECK(in_step_interval(pre, -1, 0, P::start, P::stepstart));
+  CHECK_FALSE(in_step_interval(pre, 0, 5, P::stepstart, P::stepend));
+  CHECK(in_step_interval(post, 0, inf, P::stepstart, P::stepend));
+  CHECK_FALSE(in_step_interval(post, 0, 100, P::stepstart, P::stepend));
 }
 
 TEST_CASE("in_time_interval counts a start or an end inside", "[query]") {

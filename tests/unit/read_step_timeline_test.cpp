@@ -8,6 +8,7 @@
 #include "test_support.hpp"
 
 using namespace sprof::bootstrap;
+using sprof::Mode;
 using sprof::test::TempDir;
 using sprof::test::write_file;
 

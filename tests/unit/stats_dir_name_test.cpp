@@ -10,35 +10,41 @@
 #include "test_support.hpp"
 
 using namespace sprof::store;
+using sprof::Mode;
+using sprof::Phase;
+using sprof::kAllModes;
+using sprof::kAllPhases;
+using sprof::parse_mode;
+using sprof::parse_phase;
 
 TEST_CASE("current-format names parse as smdebug parses them", "[stats_dir]") {
   auto parsed = parse_stats_dir_name(
       "prestepzero-*-start-1596585376012363.8_train-1-stepstart-1596585376017246.5");
   REQUIRE(parsed.ok());
   CHECK(parsed->format == NameFormat::current);
-  CHECK(parsed->start.mode == ProfileMode::pre_step_zero);
+  CHECK(parsed->start.mode == Mode::prestepzero);
   CHECK_FALSE(parsed->start.step.has_value());
   CHECK(parsed->start_step_value() == -1.0);
-  CHECK(parsed->start.phase == StepPhase::start);
+  CHECK(parsed->start.phase == Phase::start);
   CHECK(parsed->start.time_us == 1596585376012363.8);
-  CHECK(parsed->end.mode == ProfileMode::train);
+  CHECK(parsed->end.mode == Mode::train);
   CHECK(parsed->end.step == 1);
-  CHECK(parsed->end.phase == StepPhase::step_start);
+  CHECK(parsed->end.phase == Phase::stepstart);
 
   auto close = parse_stats_dir_name("eval-3-stepend-10_posthookclose-*-end-20.5");
   REQUIRE(close.ok());
   CHECK(std::isinf(close->end_step_value()));
-  CHECK(close->end.phase == StepPhase::end);
+  CHECK(close->end.phase == Phase::end);
   CHECK(close->start.time_us == 10.0);
 }
 
 TEST_CASE("every mode and phase spelling round-trips", "[stats_dir]") {
-  for (ProfileMode mode : kAllProfileModes) {
-    CHECK(parse_profile_mode(to_string(mode)) == mode);
+  for (Mode mode : kAllModes) {
+    CHECK(parse_mode(to_string(mode)) == mode);
   }
-  for (StepPhase phase : kAllStepPhases) CHECK(parse_step_phase(to_string(phase)) == phase);
-  CHECK_FALSE(parse_profile_mode("TRAIN").has_value());  // smdebug matches exact spellings
-  CHECK_FALSE(parse_step_phase("StepStart").has_value());
+  for (Phase phase : kAllPhases) CHECK(parse_phase(to_string(phase)) == phase);
+  CHECK_FALSE(parse_mode("TRAIN").has_value());  // smdebug matches exact spellings
+  CHECK_FALSE(parse_phase("StepStart").has_value());
 }
 
 TEST_CASE("old-format names map onto modes and phases", "[stats_dir]") {
@@ -46,19 +52,19 @@ TEST_CASE("old-format names map onto modes and phases", "[stats_dir]") {
   REQUIRE(step.ok());
   CHECK(step->format == NameFormat::old);
   CHECK(step->node_id == "151-algo-1");
-  CHECK(step->start.mode == ProfileMode::global);
-  CHECK(step->end.mode == ProfileMode::global);
+  CHECK(step->start.mode == Mode::global);
+  CHECK(step->end.mode == Mode::global);
   CHECK(step->start.step == 2);
   CHECK(step->end.step == 2);
-  CHECK(step->start.phase == StepPhase::step_start);
-  CHECK(step->end.phase == StepPhase::step_end);
+  CHECK(step->start.phase == Phase::stepstart);
+  CHECK(step->end.phase == Phase::stepend);
 
   auto pre = parse_stats_dir_name("1596585363775342.0_1596585373504789.0_151-algo-1_-1");
   REQUIRE(pre.ok());
-  CHECK(pre->start.mode == ProfileMode::pre_step_zero);
-  CHECK(pre->start.phase == StepPhase::start);
+  CHECK(pre->start.mode == Mode::prestepzero);
+  CHECK(pre->start.phase == Phase::start);
   CHECK(pre->end.step == 0);
-  CHECK(pre->end.phase == StepPhase::step_start);
+  CHECK(pre->end.phase == Phase::stepstart);
 }
 
 TEST_CASE("names that fit neither format are rejected with a reason", "[stats_dir]") {
@@ -132,8 +138,8 @@ TEST_CASE("names written by smdebug's Python format back to themselves", "[stats
   }
   CHECK(seen > 0);
   StatsDirName current;
-  current.start = {ProfileMode::eval, 4, StepPhase::step_end, 1596585376012363.8};
-  current.end = {ProfileMode::post_hook_close, std::nullopt, StepPhase::end, 1.5e16};
+  current.start = {Mode::eval, 4, Phase::stepend, 1596585376012363.8};
+  current.end = {Mode::posthookclose, std::nullopt, Phase::end, 1.5e16};
   std::string text = format_stats_dir_name(current);
   auto back = parse_stats_dir_name(text);
   REQUIRE(back.ok());

@@ -11,6 +11,7 @@
 #include "sprof/step_timeline.hpp"
 
 using namespace sprof::bootstrap;
+using sprof::Mode;
 
 namespace {
 

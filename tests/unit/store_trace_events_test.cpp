@@ -17,6 +17,7 @@
 #include "test_support.hpp"
 
 using namespace sprof::store;
+using sprof::Mode;
 using sprof::test::smdebug_fixtures;
 
 TEST_CASE("smdebug test_smtfprofiler_events counts", "[store][trace]") {
@@ -133,9 +134,9 @@ TEST_CASE("the writer produces smdebug's format and the reader reads it back", "
   options.base_us = base;
   auto writer = TraceWriter::create(options);
   REQUIRE(writer.ok());
-  REQUIRE(write_step(*writer, StepMode::train, 1, base + 11993413, base + 11993413 + 87137, 905).ok());
+  REQUIRE(write_step(*writer, Mode::train, 1, base + 11993413, base + 11993413 + 87137, 905).ok());
   REQUIRE(write_dataloader_next(*writer, "_MultiProcessingDataLoaderIter", base + 100, base + 200, 905).ok());
-  REQUIRE(write_step(*writer, StepMode::train, 2, base + 12081597, base + 12081597 + 83633, 905).ok());
+  REQUIRE(write_step(*writer, Mode::train, 2, base + 12081597, base + 12081597 + 83633, 905).ok());
   REQUIRE(writer->close().ok());
   REQUIRE(writer->files().size() == 1);
   auto path = writer->files()[0];
@@ -179,10 +180,10 @@ TEST_CASE("the writer rotates on the close interval and announces lanes again", 
   options.rotate_interval_s = 10;
   auto writer = TraceWriter::create(options);
   REQUIRE(writer.ok());
-  REQUIRE(write_step(*writer, StepMode::train, 0, base + 1000000, base + 2000000, 1).ok());
-  REQUIRE(write_step(*writer, StepMode::eval, 0, base + 3000000, base + 4000000, 1).ok());
+  REQUIRE(write_step(*writer, Mode::train, 0, base + 1000000, base + 2000000, 1).ok());
+  REQUIRE(write_step(*writer, Mode::eval, 0, base + 3000000, base + 4000000, 1).ok());
   // round(10.6 s) = 11 > 10: this event goes to a new file.
-  REQUIRE(write_step(*writer, StepMode::eval, 1, base + 9000000, base + 10600000, 1).ok());
+  REQUIRE(write_step(*writer, Mode::eval, 1, base + 9000000, base + 10600000, 1).ok());
   REQUIRE(writer->poll(base + 30000000).ok());  // idle long enough: closes the second file
   REQUIRE(writer->files().size() == 2);
   REQUIRE(writer->close().ok());

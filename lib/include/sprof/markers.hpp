@@ -11,17 +11,14 @@
 #include <variant>
 #include <vector>
 
+#include "sprof/modes.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::bootstrap {
 
 inline constexpr int kMarkerProtocolVersion = 1;
 
-// smdebug's ModeKeys.
-enum class Mode : uint8_t { train, eval, predict, global };
-const char* to_string(Mode mode);        // "train" (stats directory spelling)
-const char* mode_key_name(Mode mode);    // "TRAIN" (as in the trace event "Step:ModeKeys.TRAIN")
-std::optional<Mode> parse_mode(std::string_view text);  // "train", "eval", "predict", "global"
+// A step's mode is one of smdebug's ModeKeys: sprof::Mode's first four (is_step_mode).
 
 enum class InstantScope : uint8_t { global, process, thread };  // Chrome trace "s": g, p, t
 enum class DataLoaderOutcome : uint8_t { ok, stop, error };     // next() returned, StopIteration, raised

@@ -16,19 +16,17 @@
 
 namespace sprof::query {
 
-using store::ProfileMode;
 using store::StatsDirName;
 using store::StatsRecord;
-using store::StepPhase;
 
 // smdebug's StepPythonProfileStats predicates. Steps are smdebug's numbers: a start `*` is -1,
 // an end `*` is +inf.
 bool in_step_interval(const StatsDirName& name, double start_step, double end_step,
-                      StepPhase start_phase, StepPhase end_phase);
+                      Phase start_phase, Phase end_phase);
 // Overlap as smdebug defines it: the stats' start or end time lies in [start_us, end_us].
 bool in_time_interval(const StatsDirName& name, double start_us, double end_us);
-bool has_start_and_end_mode(const StatsDirName& name, ProfileMode start_mode,
-                            ProfileMode end_mode);
+bool has_start_and_end_mode(const StatsDirName& name, Mode start_mode,
+                            Mode end_mode);
 bool is_pre_step_zero(const StatsDirName& name);   // start phase is `start`
 bool is_post_hook_close(const StatsDirName& name);  // end phase is `end`
 
@@ -51,9 +49,9 @@ Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
 struct StepQuery {
   double start_step = 0;
   double end_step = 0;  // fetch_profile_stats_by_step: end_step=None means start_step
-  ProfileMode mode = ProfileMode::train;
-  StepPhase start_phase = StepPhase::step_start;
-  StepPhase end_phase = StepPhase::step_end;
+  Mode mode = Mode::train;
+  Phase start_phase = Phase::stepstart;
+  Phase end_phase = Phase::stepend;
 };
 
 // fetch_profile_stats_by_step: in_step_interval and start and end mode both equal to mode.
@@ -61,16 +59,16 @@ Selection select_by_step(const Selection& records, const StepQuery& query);
 // fetch_profile_stats_by_time (times already in microseconds).
 Selection select_by_time(const Selection& records, double start_us, double end_us);
 // fetch_profile_stats_between_modes.
-Selection select_between_modes(const Selection& records, ProfileMode start_mode,
-                               ProfileMode end_mode);
+Selection select_between_modes(const Selection& records, Mode start_mode,
+                               Mode end_mode);
 Selection select_pre_step_zero(const Selection& records);
 Selection select_post_hook_close(const Selection& records);
 
 // fetch_profile_stats_by_training_phase: one group per (start_mode, end_mode) pair that has
 // records, in smdebug's order (start mode outer, end mode inner, modes in enum order).
 struct TrainingPhase {
-  ProfileMode start_mode = ProfileMode::train;
-  ProfileMode end_mode = ProfileMode::train;
+  Mode start_mode = Mode::train;
+  Mode end_mode = Mode::train;
   Selection records;
   std::string name() const;  // "<start_mode>-<end_mode>", e.g. "train-eval"
 };

@@ -15,45 +15,23 @@
 #include <string>
 #include <string_view>
 
+#include "sprof/modes.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
 
-// smdebug's PythonProfileModes; the numeric values are smdebug's enum values, whose order is
-// the order smdebug iterates modes in (training-phase groups).
-enum class ProfileMode : int {
-  train = 1,
-  eval = 2,
-  predict = 3,
-  global = 4,
-  pre_step_zero = 5,
-  post_hook_close = 6,
-};
-inline constexpr ProfileMode kAllProfileModes[] = {
-    ProfileMode::train,  ProfileMode::eval,          ProfileMode::predict,
-    ProfileMode::global, ProfileMode::pre_step_zero, ProfileMode::post_hook_close};
-
-// smdebug's StepPhase.
-enum class StepPhase { start, step_start, forward_pass_end, step_end, end };
-inline constexpr StepPhase kAllStepPhases[] = {StepPhase::start, StepPhase::step_start,
-                                               StepPhase::forward_pass_end, StepPhase::step_end,
-                                               StepPhase::end};
-
-// Spelling in directory names: train eval predict global prestepzero posthookclose.
-std::string_view to_string(ProfileMode mode);
-std::optional<ProfileMode> parse_profile_mode(std::string_view text);
-// Spelling in directory names: start stepstart forwardpassend stepend end.
-std::string_view to_string(StepPhase phase);
-std::optional<StepPhase> parse_step_phase(std::string_view text);
+// Modes and phases (sprof::Mode, sprof::Phase) are spelled in directory names as modes.hpp
+// spells them: train eval predict global prestepzero posthookclose; start stepstart
+// forwardpassend stepend end.
 
 enum class NameFormat { current, old };
 std::string_view to_string(NameFormat format);  // "current" | "old"
 
 // One half of a current-format name. `step` empty means `*`.
 struct StepPoint {
-  ProfileMode mode = ProfileMode::global;
+  Mode mode = Mode::global;
   std::optional<int64_t> step;
-  StepPhase phase = StepPhase::start;
+  Phase phase = Phase::start;
   double time_us = 0.0;
 };
 

@@ -28,16 +28,11 @@
 
 namespace sprof::bootstrap {
 
-enum class IntervalMode : uint8_t { train, eval, predict, global, prestepzero, posthookclose };
-enum class StepPhase : uint8_t { start, stepstart, forwardpassend, stepend, end };
-const char* to_string(IntervalMode mode);  // "train", ..., "prestepzero", "posthookclose"
-const char* to_string(StepPhase phase);    // "start", "stepstart", "forwardpassend", "stepend", "end"
-IntervalMode interval_mode(Mode mode);
 
 struct Boundary {
-  IntervalMode mode = IntervalMode::prestepzero;
+  Mode mode = Mode::prestepzero;
   std::optional<int64_t> step;  // global step; nullopt is smdebug's "*"
-  StepPhase phase = StepPhase::start;
+  Phase phase = Phase::start;
   int64_t t_ns = 0;             // CLOCK_MONOTONIC
 };
 

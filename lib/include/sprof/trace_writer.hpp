@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/modes.hpp"
 #include "sprof/result.hpp"
 #include "sprof/trace_events.hpp"
 
@@ -84,12 +85,10 @@ class TraceWriter {
 };
 
 // Step and dataloader events as smdebug's PyTorch/TF hooks write them; the rules read exactly these.
-enum class StepMode { train, eval, predict, global };
-const char* step_mode_name(StepMode mode);  // "TRAIN", "EVAL", "PREDICT", "GLOBAL"
-std::string step_lane(StepMode mode);       // "Step:ModeKeys.TRAIN" (lane and event name)
+std::string step_lane(Mode mode);  // "Step:ModeKeys.TRAIN" (lane and event name)
 
 // {"name": "Step:ModeKeys.TRAIN", "ph": "X", …, "args": {"pid": <os pid>, "step_num": "<step>"}}
-Status write_step(TraceWriter& writer, StepMode mode, int64_t step, int64_t start_us, int64_t end_us,
+Status write_step(TraceWriter& writer, Mode mode, int64_t step, int64_t start_us, int64_t end_us,
                   int64_t os_pid);
 
 // PyTorch dataloader lanes read by the Dataloader rule and the report:

@@ -76,7 +76,7 @@ Result<std::string> parse_text(std::string_view text, const char* what) {
 }
 
 Result<Mode> parse_mode_field(std::string_view text) {
-  auto mode = parse_mode(text);
+  auto mode = parse_step_mode(text);
   if (!mode) return make_error(ErrorKind::bad_input, "unknown mode '{}'", text);
   return *mode;
 }
@@ -237,34 +237,6 @@ std::string printable(std::string_view text) {
 }
 
 }  // namespace
-
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::train: return "train";
-    case Mode::eval: return "eval";
-    case Mode::predict: return "predict";
-    case Mode::global: return "global";
-  }
-  return "global";
-}
-
-const char* mode_key_name(Mode mode) {
-  switch (mode) {
-    case Mode::train: return "TRAIN";
-    case Mode::eval: return "EVAL";
-    case Mode::predict: return "PREDICT";
-    case Mode::global: return "GLOBAL";
-  }
-  return "GLOBAL";
-}
-
-std::optional<Mode> parse_mode(std::string_view text) {
-  if (text == "train") return Mode::train;
-  if (text == "eval") return Mode::eval;
-  if (text == "predict") return Mode::predict;
-  if (text == "global") return Mode::global;
-  return std::nullopt;
-}
 
 const char* kind_name(const MarkerData& data) {
   static constexpr std::array<const char*, std::variant_size_v<MarkerData>> kNames = {

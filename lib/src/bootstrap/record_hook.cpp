@@ -140,7 +140,7 @@ nlohmann::json summary_json(const StepSummary& s, const StepTimeline& timeline, 
   for (const ProcessTimeline& p : timeline.processes) {
     json steps = json::object();
     for (const Step& step : p.steps) {
-      std::string mode = to_string(step.mode);
+      std::string mode(to_string(step.mode));
       steps[mode] = steps.value(mode, 0) + 1;
     }
     json entry = {{"pid", p.pid}, {"framework", p.framework.empty() ? "python" : p.framework}, {"steps", steps}};
@@ -213,7 +213,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   summary_.framework = "python";
   for (const auto& p : timeline.processes) {
     if (p.framework == "pytorch") summary_.framework = "pytorch";
-    for (const Step& s : p.steps) ++summary_.steps[to_string(s.mode)];
+    for (const Step& s : p.steps) ++summary_.steps[std::string(to_string(s.mode))];
     summary_.dropped_markers += p.dropped_markers;
   }
   if (summary_.dropped_markers > 0) {

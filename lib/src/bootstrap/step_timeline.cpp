@@ -127,17 +127,17 @@ class ProcessBuilder {
 
   void build_intervals() {
     auto& out = p_.intervals;
-    const Boundary process_start{IntervalMode::prestepzero, std::nullopt, StepPhase::start, p_.start_ns};
-    const Boundary process_end{IntervalMode::posthookclose, std::nullopt, StepPhase::end, p_.end_ns};
+    const Boundary process_start{Mode::prestepzero, std::nullopt, Phase::start, p_.start_ns};
+    const Boundary process_end{Mode::posthookclose, std::nullopt, Phase::end, p_.end_ns};
     if (p_.steps.empty()) {
       out.push_back({IntervalKind::pre_step_zero, process_start, process_end, std::nullopt});
       return;
     }
     auto begin_of = [](const Step& s) {
-      return Boundary{interval_mode(s.mode), s.global_step, StepPhase::stepstart, s.begin_ns};
+      return Boundary{s.mode, s.global_step, Phase::stepstart, s.begin_ns};
     };
     auto end_of = [](const Step& s) {
-      return Boundary{interval_mode(s.mode), s.global_step, StepPhase::stepend, s.end_ns};
+      return Boundary{s.mode, s.global_step, Phase::stepend, s.end_ns};
     };
     out.push_back({IntervalKind::pre_step_zero, process_start, begin_of(p_.steps.front()), std::nullopt});
     for (size_t i = 0; i < p_.steps.size(); ++i) {
@@ -167,29 +167,6 @@ class ProcessBuilder {
 
 }  // namespace
 
-const char* to_string(IntervalMode mode) {
-  switch (mode) {
-    case IntervalMode::train: return "train";
-    case IntervalMode::eval: return "eval";
-    case IntervalMode::predict: return "predict";
-    case IntervalMode::global: return "global";
-    case IntervalMode::prestepzero: return "prestepzero";
-    case IntervalMode::posthookclose: return "posthookclose";
-  }
-  return "global";
-}
-
-const char* to_string(StepPhase phase) {
-  switch (phase) {
-    case StepPhase::start: return "start";
-    case StepPhase::stepstart: return "stepstart";
-    case StepPhase::forwardpassend: return "forwardpassend";
-    case StepPhase::stepend: return "stepend";
-    case StepPhase::end: return "end";
-  }
-  return "start";
-}
-
 const char* to_string(IntervalKind kind) {
   switch (kind) {
     case IntervalKind::pre_step_zero: return "pre_step_zero";
@@ -199,16 +176,6 @@ const char* to_string(IntervalKind kind) {
     case IntervalKind::post_hook_close: return "post_hook_close";
   }
   return "step";
-}
-
-IntervalMode interval_mode(Mode mode) {
-  switch (mode) {
-    case Mode::train: return IntervalMode::train;
-    case Mode::eval: return IntervalMode::eval;
-    case Mode::predict: return IntervalMode::predict;
-    case Mode::global: return IntervalMode::global;
-  }
-  return IntervalMode::global;
 }
 
 const ProcessTimeline* StepTimeline::find(int32_t pid) const {

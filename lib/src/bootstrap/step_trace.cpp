@@ -14,16 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-store::StepMode step_mode(Mode mode) {
-  switch (mode) {
-    case Mode::train: return store::StepMode::train;
-    case Mode::eval: return store::StepMode::eval;
-    case Mode::predict: return store::StepMode::predict;
-    case Mode::global: return store::StepMode::global;
-  }
-  return store::StepMode::global;
-}
-
 char scope_char(InstantScope scope) {
   switch (scope) {
     case InstantScope::global: return 'g';
@@ -66,7 +56,7 @@ Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, cons
     auto& events = by_node_pid[p.pid];
     for (const Step& s : p.steps) {
       const int64_t b = us(s.begin_ns), e = us(s.end_ns);
-      const store::StepMode mode = step_mode(s.mode);
+      const Mode mode = s.mode;
       const int64_t step = s.step;
       events.push_back({e, b, [=](store::TraceWriter& w) { return store::write_step(w, mode, step, b, e, pid); }});
       if (s.forward_pass_end_ns) {

@@ -11,34 +11,11 @@
 namespace sprof::intervals {
 namespace {
 
-store::ProfileMode profile_mode(bootstrap::IntervalMode mode) {
-  switch (mode) {
-    case bootstrap::IntervalMode::train: return store::ProfileMode::train;
-    case bootstrap::IntervalMode::eval: return store::ProfileMode::eval;
-    case bootstrap::IntervalMode::predict: return store::ProfileMode::predict;
-    case bootstrap::IntervalMode::global: return store::ProfileMode::global;
-    case bootstrap::IntervalMode::prestepzero: return store::ProfileMode::pre_step_zero;
-    case bootstrap::IntervalMode::posthookclose: return store::ProfileMode::post_hook_close;
-  }
-  return store::ProfileMode::global;
-}
-
-store::StepPhase step_phase(bootstrap::StepPhase phase) {
-  switch (phase) {
-    case bootstrap::StepPhase::start: return store::StepPhase::start;
-    case bootstrap::StepPhase::stepstart: return store::StepPhase::step_start;
-    case bootstrap::StepPhase::forwardpassend: return store::StepPhase::forward_pass_end;
-    case bootstrap::StepPhase::stepend: return store::StepPhase::step_end;
-    case bootstrap::StepPhase::end: return store::StepPhase::end;
-  }
-  return store::StepPhase::start;
-}
-
 store::StepPoint step_point(const bootstrap::Boundary& b, const store::Manifest& manifest) {
   store::StepPoint point;
-  point.mode = profile_mode(b.mode);
+  point.mode = b.mode;
   point.step = b.step;
-  point.phase = step_phase(b.phase);
+  point.phase = b.phase;
   // Integer nanoseconds first (no precision lost), then microseconds as smdebug's float.
   int64_t epoch_ns = b.t_ns - manifest.clock_monotonic_ns + manifest.clock_realtime_ns;
   point.time_us = static_cast<double>(epoch_ns) / 1000.0;
@@ -118,8 +95,8 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       end = std::max(end, begin + 1);
       bootstrap::Interval whole;
       whole.kind = bootstrap::IntervalKind::pre_step_zero;
-      whole.start = {bootstrap::IntervalMode::prestepzero, std::nullopt, bootstrap::StepPhase::start, begin};
-      whole.end = {bootstrap::IntervalMode::posthookclose, std::nullopt, bootstrap::StepPhase::end, end};
+      whole.start = {Mode::prestepzero, std::nullopt, Phase::start, begin};
+      whole.end = {Mode::posthookclose, std::nullopt, Phase::end, end};
       intervals.push_back(whole);
     }
 
@@ -140,8 +117,8 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       pi.name.end = step_point(interval.end, manifest);
       pi.dir_name = store::format_stats_dir_name(pi.name);
       TimeSpan whole{interval.start.t_ns, interval.end.t_ns};
-      if (interval.start.phase == bootstrap::StepPhase::start) whole.begin_ns = kMin;
-      if (interval.end.phase == bootstrap::StepPhase::end) whole.end_ns = kMax;
+      if (interval.start.phase == Phase::start) whole.begin_ns = kMin;
+      if (interval.end.phase == Phase::end) whole.end_ns = kMax;
       pi.spans = cut_spans(whole, paused);
       out.push_back(std::move(pi));
     }

@@ -19,7 +19,7 @@ Selection filter(const Selection& records, Pred pred) {
 }  // namespace
 
 bool in_step_interval(const StatsDirName& name, double start_step, double end_step,
-                      StepPhase start_phase, StepPhase end_phase) {
+                      Phase start_phase, Phase end_phase) {
   // Transcribed from StepPythonProfileStats.in_step_interval, including its comparisons of an
   // int request with the -1/inf of `*` steps.
   const double self_start = name.start_step_value();
@@ -27,11 +27,11 @@ bool in_step_interval(const StatsDirName& name, double start_step, double end_st
   if (start_step < self_start && end_step > self_end) return true;
   if (start_step > self_start || end_step < self_end) return false;
   if (start_step == self_start &&
-      (start_phase == StepPhase::step_end || start_phase == StepPhase::forward_pass_end) &&
+      (start_phase == Phase::stepend || start_phase == Phase::forwardpassend) &&
       name.start.phase != start_phase) {
     return false;
   }
-  if (end_step == self_end && end_phase == StepPhase::step_start &&
+  if (end_step == self_end && end_phase == Phase::stepstart &&
       name.end.phase != end_phase) {
     return false;
   }
@@ -43,14 +43,14 @@ bool in_time_interval(const StatsDirName& name, double start_us, double end_us) 
          (start_us <= name.end.time_us && name.end.time_us <= end_us);
 }
 
-bool has_start_and_end_mode(const StatsDirName& name, ProfileMode start_mode,
-                            ProfileMode end_mode) {
+bool has_start_and_end_mode(const StatsDirName& name, Mode start_mode,
+                            Mode end_mode) {
   return name.start.mode == start_mode && name.end.mode == end_mode;
 }
 
-bool is_pre_step_zero(const StatsDirName& name) { return name.start.phase == StepPhase::start; }
+bool is_pre_step_zero(const StatsDirName& name) { return name.start.phase == Phase::start; }
 
-bool is_post_hook_close(const StatsDirName& name) { return name.end.phase == StepPhase::end; }
+bool is_post_hook_close(const StatsDirName& name) { return name.end.phase == Phase::end; }
 
 Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
                                                std::string_view node) {
@@ -89,8 +89,8 @@ Selection select_by_time(const Selection& records, double start_us, double end_u
                 [&](const StatsDirName& name) { return in_time_interval(name, start_us, end_us); });
 }
 
-Selection select_between_modes(const Selection& records, ProfileMode start_mode,
-                               ProfileMode end_mode) {
+Selection select_between_modes(const Selection& records, Mode start_mode,
+                               Mode end_mode) {
   return filter(records, [&](const StatsDirName& name) {
     return has_start_and_end_mode(name, start_mode, end_mode);
   });
@@ -105,13 +105,13 @@ Selection select_post_hook_close(const Selection& records) {
 }
 
 std::string TrainingPhase::name() const {
-  return fmt::format("{}-{}", store::to_string(start_mode), store::to_string(end_mode));
+  return fmt::format("{}-{}", sprof::to_string(start_mode), sprof::to_string(end_mode));
 }
 
 std::vector<TrainingPhase> training_phases(const Selection& records) {
   std::vector<TrainingPhase> phases;
-  for (ProfileMode start : store::kAllProfileModes) {
-    for (ProfileMode end : store::kAllProfileModes) {
+  for (Mode start : kAllModes) {
+    for (Mode end : kAllModes) {
       Selection selected = select_between_modes(records, start, end);
       // smdebug's _aggregate_stats returns None for an empty selection, and None is left out.
       if (!selected.empty()) phases.push_back(TrainingPhase{start, end, std::move(selected)});
@@ -135,9 +135,9 @@ std::vector<JobPhaseGroup> job_phases(const std::vector<TrainingPhase>& phases, 
   JobPhaseGroup final{JobPhase::finalization, {}};
   for (const TrainingPhase& phase : phases) {
     JobPhaseGroup* group = &loop;
-    if (phase.start_mode == ProfileMode::pre_step_zero) {
+    if (phase.start_mode == Mode::prestepzero) {
       group = &init;
-    } else if (phase.end_mode == ProfileMode::post_hook_close) {
+    } else if (phase.end_mode == Mode::posthookclose) {
       group = &final;
     }
     if (group != &loop && compat == Compat::smdebug) group->parts.clear();

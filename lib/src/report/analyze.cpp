@@ -146,7 +146,7 @@ Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const st
     for (const auto& s : p.steps) {
       StepRecord r;
       r.node = node;
-      r.mode = bootstrap::mode_key_name(s.mode);
+      r.mode = std::string(mode_key_name(s.mode));
       r.step = std::to_string(s.step);
       r.pid = p.pid;
       r.start_us = manifest.to_epoch_us(s.begin_ns);

@@ -12,23 +12,6 @@
 namespace sprof::store {
 namespace {
 
-constexpr std::pair<ProfileMode, std::string_view> kModeNames[] = {
-    {ProfileMode::train, "train"},
-    {ProfileMode::eval, "eval"},
-    {ProfileMode::predict, "predict"},
-    {ProfileMode::global, "global"},
-    {ProfileMode::pre_step_zero, "prestepzero"},
-    {ProfileMode::post_hook_close, "posthookclose"},
-};
-
-constexpr std::pair<StepPhase, std::string_view> kPhaseNames[] = {
-    {StepPhase::start, "start"},
-    {StepPhase::step_start, "stepstart"},
-    {StepPhase::forward_pass_end, "forwardpassend"},
-    {StepPhase::step_end, "stepend"},
-    {StepPhase::end, "end"},
-};
-
 // Python's str.split(sep) for a one-character separator: always at least one field.
 std::vector<std::string_view> split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -76,7 +59,7 @@ Result<StepPoint> parse_half(std::string_view half, const char* which) {
                       which, half, fields.size());
   }
   StepPoint point;
-  auto mode = parse_profile_mode(fields[0]);
+  auto mode = parse_mode(fields[0]);
   if (!mode) {
     return make_error(ErrorKind::bad_input,
                       "unknown {} mode '{}' (expected train, eval, predict, global, prestepzero "
@@ -92,7 +75,7 @@ Result<StepPoint> parse_half(std::string_view half, const char* which) {
     }
     point.step = *step;
   }
-  auto phase = parse_step_phase(fields[2]);
+  auto phase = parse_phase(fields[2]);
   if (!phase) {
     return make_error(ErrorKind::bad_input,
                       "unknown {} phase '{}' (expected start, stepstart, forwardpassend, stepend "
@@ -147,17 +130,17 @@ Result<StatsDirName> parse_old(const std::vector<std::string_view>& fields) {
   parsed.end.time_us = *end;
   if (*step == -1) {
     // Profiling from import until step 0.
-    parsed.start.mode = ProfileMode::pre_step_zero;
+    parsed.start.mode = Mode::prestepzero;
     parsed.start.step.reset();
-    parsed.start.phase = StepPhase::start;
-    parsed.end.mode = ProfileMode::global;
+    parsed.start.phase = Phase::start;
+    parsed.end.mode = Mode::global;
     parsed.end.step = 0;
-    parsed.end.phase = StepPhase::step_start;
+    parsed.end.phase = Phase::stepstart;
   } else {
-    parsed.start.mode = parsed.end.mode = ProfileMode::global;
+    parsed.start.mode = parsed.end.mode = Mode::global;
     parsed.start.step = parsed.end.step = *step;
-    parsed.start.phase = StepPhase::step_start;
-    parsed.end.phase = StepPhase::step_end;
+    parsed.start.phase = Phase::stepstart;
+    parsed.end.phase = Phase::stepend;
   }
   return parsed;
 }
@@ -167,34 +150,6 @@ std::string format_step(const std::optional<int64_t>& step) {
 }
 
 }  // namespace
-
-std::string_view to_string(ProfileMode mode) {
-  for (const auto& [m, name] : kModeNames) {
-    if (m == mode) return name;
-  }
-  return "global";
-}
-
-std::optional<ProfileMode> parse_profile_mode(std::string_view text) {
-  for (const auto& [m, name] : kModeNames) {
-    if (name == text) return m;
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(StepPhase phase) {
-  for (const auto& [p, name] : kPhaseNames) {
-    if (p == phase) return name;
-  }
-  return "start";
-}
-
-std::optional<StepPhase> parse_step_phase(std::string_view text) {
-  for (const auto& [p, name] : kPhaseNames) {
-    if (name == text) return p;
-  }
-  return std::nullopt;
-}
 
 std::string_view to_string(NameFormat format) {
   return format == NameFormat::old ? "old" : "current";
@@ -340,7 +295,7 @@ Result<StatsDirName> parse_stats_dir_name(std::string_view name) {
 
 std::string format_stats_dir_name(const StatsDirName& name) {
   if (name.format == NameFormat::old) {
-    int64_t step = name.start.mode == ProfileMode::pre_step_zero ? -1 : name.start.step.value_or(-1);
+    int64_t step = name.start.mode == Mode::prestepzero ? -1 : name.start.step.value_or(-1);
     return fmt::format("{}_{}_{}_{}", python_float_repr(name.start.time_us),
                        python_float_repr(name.end.time_us), name.node_id, step);
   }

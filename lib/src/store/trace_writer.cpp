@@ -246,19 +246,9 @@ Status TraceWriter::close() {
   return {};
 }
 
-const char* step_mode_name(StepMode mode) {
-  switch (mode) {
-    case StepMode::train: return "TRAIN";
-    case StepMode::eval: return "EVAL";
-    case StepMode::predict: return "PREDICT";
-    case StepMode::global: return "GLOBAL";
-  }
-  return "GLOBAL";
-}
+std::string step_lane(Mode mode) { return "Step:ModeKeys." + std::string(mode_key_name(mode)); }
 
-std::string step_lane(StepMode mode) { return std::string("Step:ModeKeys.") + step_mode_name(mode); }
-
-Status write_step(TraceWriter& writer, StepMode mode, int64_t step, int64_t start_us, int64_t end_us, int64_t os_pid) {
+Status write_step(TraceWriter& writer, Mode mode, int64_t step, int64_t start_us, int64_t end_us, int64_t os_pid) {
   std::string lane = step_lane(mode);
   return writer.complete(lane, lane, start_us, end_us - start_us,
                          TraceArgs{{"pid", os_pid}, {"step_num", std::to_string(step)}});
