@@ -198,6 +198,7 @@ class SampleLog {
   std::string skip_reason_;
   bool resume_after_gap_ = false;  // the next chunk follows skipped ones
   uint64_t lost_processes_ = 0;      // process definitions in skipped chunks
+  uint64_t gap_bytes_ = 0;           // bytes skipped since the last chunk that loaded
   std::vector<size_t> lost_frames_;  // stand-ins, pointed at the lost function at the end
   std::vector<size_t> lost_stacks_;
 };

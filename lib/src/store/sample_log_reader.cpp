@@ -184,6 +184,7 @@ Result<SampleLog> SampleLog::parse(std::string bytes, std::string name) {
     // A corrupt chunk in the middle: skip to the next sound one, which tells what was lost.
     ++log.skipped_chunks_;
     log.skipped_bytes_ += next - pos;
+    log.gap_bytes_ += next - pos;
     if (log.skip_reason_.empty()) log.skip_reason_ = problem;
     log.resume_after_gap_ = true;
     pos = next;
@@ -213,11 +214,13 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
   const uint64_t lost_samples = lost_samples_;
   const bool after_gap = resume_after_gap_;
   const uint64_t lost_processes = lost_processes_;
+  const uint64_t gap_bytes = gap_bytes_;
   auto fail = [&](const char* what) -> Status {
     lost_frames_.resize(n_lost_frames);
     lost_stacks_.resize(n_lost_stacks);
     lost_samples_ = lost_samples;
     lost_processes_ = lost_processes;
+    gap_bytes_ = gap_bytes;
     resume_after_gap_ = after_gap;
     processes_.resize(n_processes);
     strings_.resize(n_strings);
@@ -244,11 +247,15 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
     const uint64_t have[] = {strings_.size(), functions_.size(), frames_.size(), stack_nodes_.size() - 1,
                              threads_.size(), processes_.size() + lost_processes_};
     const uint64_t want[] = {start.strings, start.functions, start.frames, start.stacks, start.threads, start.processes};
+    uint64_t missing = 0;
     for (size_t i = 0; i < 6; ++i) {
       // More than this chunk expects, or (without a skipped chunk before it) a different count: corrupt.
       if (have[i] > want[i] || (!resume_after_gap_ && have[i] != want[i])) return fail("definition counts do not match");
-      if (want[i] - have[i] > kMaxChunkBody) return fail("definition counts do not match");
+      missing += want[i] - have[i];
     }
+    // Every definition takes at least a byte: the skipped bytes bound what can stand in (and
+    // keep a forged count from allocating without end).
+    if (missing > gap_bytes_) return fail("definition counts do not match");
     if (start.samples < sample_count_) return fail("sample count before the chunk does not match");
     if (resume_after_gap_) {
       // Stand in for the definitions of the skipped chunks (fill_lost_definitions() names them).
@@ -266,6 +273,7 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
       lost_processes_ = start.processes - processes_.size();  // nothing to stand in with: counted
       lost_samples_ += start.samples - sample_count_;
       resume_after_gap_ = false;
+      gap_bytes_ = 0;
     }
   }
   std::string_view defs;
