@@ -54,6 +54,8 @@ constexpr int kQuitValue = 0x5370726f;
   _exit(0);
 }
 
+void on_child_signal(int) {}
+
 // Bit sig-1 of the "ShdPnd:" line of /proc/PID/status: signals pending for the whole process.
 bool shared_pending(pid_t pid, int sig) {
   char path[64];
@@ -92,11 +94,14 @@ SignalGuard::SignalGuard(bool launch) : phase_(launch ? Phase::before_command : 
     // Ignored by whoever started sprof (nohup, a background job): ignored here and in the command.
     if (inherited_.actions[i].sa_handler != SIG_IGN) sigaddset(&handled_, kForwarded[i]);
   }
-  // Ignored SIGCHLD would reap the command behind sprof's back; the command gets it back.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(SIGCHLD, &dfl, nullptr);
+  // SIGCHLD gets a handler that does nothing but end the sampling loop's sleep, so an exit or a
+  // ptrace stop (--blocking) is seen at once; an ignored SIGCHLD would also reap the command
+  // behind sprof's back. The command gets the inherited disposition back.
+  struct sigaction wake {};
+  wake.sa_handler = on_child_signal;
+  wake.sa_flags = SA_RESTART;
+  sigemptyset(&wake.sa_mask);
+  sigaction(SIGCHLD, &wake, nullptr);
 
   if (launch) {
     int sv[2];
@@ -117,9 +122,10 @@ SignalGuard::SignalGuard(bool launch) : phase_(launch ? Phase::before_command : 
     }
     if (witness_ < 0) spdlog::debug("no group witness ({}): terminal signals are assumed to reach the command", std::strerror(errno));
   }
-  // SIGCHLD is neither blocked nor waited for: exits and ptrace stops (thousands a second with
-  // --blocking) are found by waitpid. Blocked, each would be queued instead of dropped, and that
-  // measurably skewed --blocking samples on a loaded machine (test_record_accuracy).
+  // SIGCHLD is neither blocked nor waited for here: exits and ptrace stops (thousands a second
+  // with --blocking) interrupt the sampling loop's sleep, as before the guard took signals on a
+  // thread; blocked and queued instead, they measurably skewed --blocking samples on a loaded
+  // machine (test_record_accuracy).
   if (!sigisemptyset(&handled_)) thread_ = std::thread([this] { run(); });
 }
 

@@ -10,8 +10,9 @@
 //    early and leave the profile for `stats-dirs` to finish).
 // Signals the parent left ignored (nohup's SIGHUP, a background job's SIGINT) stay ignored by
 // sprof and by the command. The four are blocked in every thread and taken by one thread of the
-// guard's (sigwaitinfo), so nothing is lost between fork and exec or during a hook. SIGCHLD is
-// set to its default (an inherited SIG_IGN would reap the command) and left alone.
+// guard's (sigwaitinfo), so nothing is lost between fork and exec or during a hook. SIGCHLD
+// gets an empty handler: it ends the sampling loop's sleep (an exit, a ptrace stop) and keeps an
+// inherited SIG_IGN from reaping the command.
 
 #include <signal.h>
 #include <sys/types.h>

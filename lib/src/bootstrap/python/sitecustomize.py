@@ -118,11 +118,11 @@ def _sprof_main():
     here = _sprof_here()
     user_error = None
     try:
-        _sprof_run_user_sitecustomize(here)
-    except Exception as e:
-        # Re-raised below, after the bootstrap, so `site` reports it exactly as it would have.
-        user_error = e
-    try:
+        try:
+            _sprof_run_user_sitecustomize(here)
+        except Exception as e:
+            # Re-raised below, after the bootstrap, so `site` reports it exactly as it would have.
+            user_error = e
         _sprof_activate(here)
     except KeyboardInterrupt:
         _sprof_die_of_sigint()
@@ -132,7 +132,7 @@ def _sprof_main():
 
 
 def _sprof_die_of_sigint():
-    # ^C while the bootstrap loads: end as Python 3.8+ ends on an uncaught KeyboardInterrupt
+    # ^C while the bootstrap (or the sitecustomize it runs first) loads: end as Python 3.8+ ends on an uncaught KeyboardInterrupt
     # (killed by SIGINT, status 128+2), not with a traceback through sprof's files.
     import signal
     signal.signal(signal.SIGINT, signal.SIG_DFL)
