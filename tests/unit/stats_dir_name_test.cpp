@@ -146,3 +146,18 @@ TEST_CASE("names written by smdebug's Python format back to themselves", "[stats
   CHECK(format_stats_dir_name(*back) == text);
   CHECK(back->end.time_us == 1.5e16);
 }
+
+TEST_CASE("a time below 1e-4 is written without an exponent's '-'", "[stats_dir]") {
+  // Found by fuzz_stats_dir_name: repr(3e-18) is "3e-18", which splits into five fields.
+  auto parsed = parse_stats_dir_name("train-21-stepend-0.8_eval-1-stepstart-.0000000000000000030");
+  REQUIRE(parsed.ok());
+  std::string text = format_stats_dir_name(*parsed);
+  CHECK(text == "train-21-stepend-0.8_eval-1-stepstart-0.000000000000000003");
+  auto back = parse_stats_dir_name(text);
+  REQUIRE(back.ok());
+  CHECK(back->end.time_us == parsed->end.time_us);
+  // Large times keep repr()'s exponent form, which has no '-'.
+  StatsDirName big;
+  big.end.time_us = 1.5e16;
+  CHECK(format_stats_dir_name(big).ends_with("-1.5e+16"));
+}

@@ -52,7 +52,8 @@ struct StatsDirName {
 // the name fits neither format (it does not name a path: callers add that).
 Result<StatsDirName> parse_stats_dir_name(std::string_view name);
 
-// The directory name smdebug would write: current format with Python repr() floats, or the
+// The directory name smdebug would write: current format with Python repr() floats (times
+// below 1e-4, whose repr has an 'e-', positionally so the name still splits), or the
 // old format (when name.format == old) from the start/end times, node id and step.
 std::string format_stats_dir_name(const StatsDirName& name);
 

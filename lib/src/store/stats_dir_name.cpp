@@ -149,6 +149,19 @@ std::string format_step(const std::optional<int64_t>& step) {
   return step ? std::to_string(*step) : std::string("*");
 }
 
+// A time in a current-format name. smdebug writes repr(), but repr() of a time below 1e-4
+// ("3e-18") puts a '-' into a '-'-separated field, and no reader (smdebug's or ours) could
+// split the name again; such a time is written positionally ("0.000000000000000003"), which
+// reads back to the same double.
+std::string format_name_time(double value) {
+  std::string repr = python_float_repr(value);
+  if (value <= 0.0 || repr.find("e-") == std::string::npos) return repr;
+  char buf[400];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed);
+  if (ec != std::errc()) return repr;
+  return std::string(buf, static_cast<size_t>(end - buf));
+}
+
 }  // namespace
 
 std::string_view to_string(NameFormat format) {
@@ -301,9 +314,9 @@ std::string format_stats_dir_name(const StatsDirName& name) {
   }
   return fmt::format("{}-{}-{}-{}_{}-{}-{}-{}", to_string(name.start.mode),
                      format_step(name.start.step), to_string(name.start.phase),
-                     python_float_repr(name.start.time_us), to_string(name.end.mode),
+                     format_name_time(name.start.time_us), to_string(name.end.mode),
                      format_step(name.end.step), to_string(name.end.phase),
-                     python_float_repr(name.end.time_us));
+                     format_name_time(name.end.time_us));
 }
 
 }  // namespace sprof::store
