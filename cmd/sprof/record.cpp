@@ -26,6 +26,7 @@
 #include "sprof/sysmon.hpp"
 #include "sprof/sysmon_hook.hpp"
 #include "sprof/step_hook.hpp"
+#include "sprof/step_timeline.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -318,7 +319,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     intervals::IntervalStatsHook interval_stats(
         stats_options, [windows, clock_offset, plan_window = python_plan.window](const std::filesystem::path& dir,
                                                                            const store::Manifest& manifest) {
-          auto timeline = bootstrap::build_profile_timeline(dir, &manifest);
+          auto timeline = timeline::build_profile_timeline(dir, &manifest);
           if (timeline.ok()) {
             *clock_offset = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
             for (const auto& process : timeline->processes) {

@@ -58,7 +58,7 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
     return make_error(ErrorKind::usage, "--every-interval and the --python-* window flags are mutually exclusive");
   }
   SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags.dir));
-  SPROF_TRY(bootstrap::StepTimeline timeline, bootstrap::read_step_timeline(flags.dir));
+  SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(flags.dir));
   window::ProfilingWindow chosen;
   if (flag_window) {
     chosen = *flag_window;

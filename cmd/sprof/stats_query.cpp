@@ -130,7 +130,7 @@ Result<QuerySource> load_query_source(const QueryOptions& options) {
                       "--source samples: {} is not a sprof profile root (it needs sprof.json and samples/)", dir);
   }
   if (sprof_profile && options.source != "stats") {
-    SPROF_TRY(bootstrap::StepTimeline timeline, bootstrap::read_step_timeline(dir));
+    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(dir));
     SPROF_TRY(intervals::SampledProfile sampled, intervals::load_sampled_profile(dir, timeline));
     if (sampled.index.records.empty()) {
       return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir);

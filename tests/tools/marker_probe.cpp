@@ -29,6 +29,8 @@ namespace {
 
 using nlohmann::json;
 using namespace sprof::bootstrap;
+using namespace sprof::store;
+using namespace sprof::timeline;
 
 int64_t monotonic_ns() {
   timespec ts{};

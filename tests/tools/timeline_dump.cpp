@@ -1,6 +1,6 @@
 // sprof_timeline_dump PROFILE_DIR: prints, as JSON on stdout, what sprof's own readers make of a
 // recorded profile: the framework trace events (store::read_trace_events) and the step timeline
-// (bootstrap::read_step_timeline). Test-only: the record integration tests check real profiles
+// (timeline::read_step_timeline). Test-only: the record integration tests check real profiles
 // through it.
 
 #include <cstdio>
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sprof_timeline_dump: %s\n", trace.error().message.c_str());
     return 1;
   }
-  auto timeline = sprof::bootstrap::read_step_timeline(dir);
+  auto timeline = sprof::timeline::read_step_timeline(dir);
   if (!timeline.ok()) {
     std::fprintf(stderr, "sprof_timeline_dump: %s\n", timeline.error().message.c_str());
     return 1;
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
                        {"forward_pass_end", s.forward_pass_end_ns ? json(*s.forward_pass_end_ns) : json(nullptr)}});
     }
     json intervals = json::array();
-    for (const auto& i : p.intervals) intervals.push_back(sprof::bootstrap::to_string(i.kind));
+    for (const auto& i : p.intervals) intervals.push_back(sprof::timeline::to_string(i.kind));
     processes.push_back({{"pid", p.pid}, {"framework", p.framework}, {"start", p.start_ns}, {"end", p.end_ns},
                          {"steps", steps}, {"intervals", intervals}, {"counters", p.counters.size()},
                          {"instants", p.instants.size()}, {"dataloader_waits", p.dataloader_waits.size()}});

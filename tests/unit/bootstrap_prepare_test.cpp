@@ -21,6 +21,8 @@
 #include "sprof/step_timeline.hpp"
 
 using namespace sprof::bootstrap;
+using namespace sprof::store;
+using namespace sprof::timeline;
 namespace fs = std::filesystem;
 
 namespace {

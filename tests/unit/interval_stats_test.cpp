@@ -26,7 +26,7 @@ constexpr int64_t kRealtime = 1'700'000'000'000'000'000;
 struct Fixture {
   test::TempDir dir;
   store::ProfileSamples profile;
-  bootstrap::StepTimeline timeline;
+  timeline::StepTimeline timeline;
 };
 
 // Frames, root first, as "name:line" of a small fake program.
@@ -125,10 +125,10 @@ std::unique_ptr<Fixture> make_fixture() {
                      "sb " + at(400) + " 7 7 train 1 1\n" +
                      "se " + at(500) + " 7 7 train 1 1\n" +
                      "close " + at(600) + " 7 7 exit\n";
-  bootstrap::MarkerParser::Stats stats;
-  auto markers = bootstrap::parse_markers(text, &stats);
+  store::MarkerParser::Stats stats;
+  auto markers = store::parse_markers(text, &stats);
   REQUIRE(stats.skipped == 0);
-  bootstrap::StepTimelineBuilder builder;
+  timeline::StepTimelineBuilder builder;
   builder.add(markers);
   builder.set_process_exit(7, kBase + 700 * kMs);
   f->timeline = builder.build();
@@ -181,7 +181,7 @@ TEST_CASE("intervals: pstats numbers from samples", "[intervals]") {
   std::map<std::string, intervals::IntervalStats> by_kind;
   for (const auto& i : *planned) {
     if (i.pid != 7) continue;
-    by_kind[bootstrap::to_string(i.interval.kind)] = intervals::build_interval_stats(f->profile, i, PythonTimer::total_time);
+    by_kind[timeline::to_string(i.interval.kind)] = intervals::build_interval_stats(f->profile, i, PythonTimer::total_time);
   }
   REQUIRE(by_kind.size() == 4);  // pre_step_zero, step (2, the later overwrites), between_steps, post_hook_close
 
@@ -245,7 +245,7 @@ TEST_CASE("intervals: calls observed, callers and timers", "[intervals]") {
   const intervals::ProcessInterval* step0 = nullptr;
   const intervals::ProcessInterval* step1 = nullptr;
   for (const auto& i : *planned) {
-    if (i.interval.kind != bootstrap::IntervalKind::step) continue;
+    if (i.interval.kind != timeline::IntervalKind::step) continue;
     (i.interval.start.step == 0 ? step0 : step1) = &i;
   }
   REQUIRE(step0);
@@ -327,7 +327,7 @@ TEST_CASE("intervals: stats directories written, readable, and windows respected
     // as a window does it: the process's own intervals by index, a marker-less process always
     options.include = [&](const intervals::ProcessInterval& i) {
       if (!i.timeline_index) return true;
-      return f->timeline.find(i.pid)->intervals.at(*i.timeline_index).kind == bootstrap::IntervalKind::step;
+      return f->timeline.find(i.pid)->intervals.at(*i.timeline_index).kind == timeline::IntervalKind::step;
     };
     auto windowed = intervals::write_interval_stats(f->profile, f->timeline, options);
     REQUIRE(windowed.ok());

@@ -8,7 +8,7 @@
 
 #include "sprof/markers.hpp"
 
-using namespace sprof::bootstrap;
+using namespace sprof::store;
 using sprof::Mode;
 
 namespace {

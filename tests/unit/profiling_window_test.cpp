@@ -268,11 +268,11 @@ TEST_CASE("interval predicate over a step timeline", "[window]") {
                         (g + 1) * 100 * ms + 50 * ms, g, g);
   }
   text += fmt::format("close {} 7 7 exit\n", 800 * ms);
-  bootstrap::StepTimelineBuilder builder;
-  builder.add(bootstrap::parse_markers(text));
+  timeline::StepTimelineBuilder builder;
+  builder.add(store::parse_markers(text));
   builder.set_process_exit(7, 900 * ms);
   auto timeline = builder.build();
-  const bootstrap::ProcessTimeline& p = *timeline.find(7);
+  const timeline::ProcessTimeline& p = *timeline.find(7);
   REQUIRE(p.intervals.size() == 1 + 6 + 5 + 1);
   const int64_t offset = 1'000'000'000'000'000'000;
   const double base = 1e9;
@@ -284,12 +284,12 @@ TEST_CASE("interval predicate over a step timeline", "[window]") {
     for (size_t i = 0; i < flags.size(); ++i) {
       if (!flags[i]) continue;
       const auto& in = p.intervals[i];
-      if (in.kind == bootstrap::IntervalKind::pre_step_zero) {
+      if (in.kind == timeline::IntervalKind::pre_step_zero) {
         out.push_back("pre");
-      } else if (in.kind == bootstrap::IntervalKind::post_hook_close) {
+      } else if (in.kind == timeline::IntervalKind::post_hook_close) {
         out.push_back("post");
       } else {
-        out.push_back(fmt::format("{}{}", *in.start.step, in.kind == bootstrap::IntervalKind::step ? "s" : "g"));
+        out.push_back(fmt::format("{}{}", *in.start.step, in.kind == timeline::IntervalKind::step ? "s" : "g"));
       }
     }
     return out;

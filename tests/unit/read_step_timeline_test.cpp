@@ -3,11 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "sprof/manifest.hpp"
-#include "sprof/step_hook.hpp"
+#include "sprof/step_inference.hpp"
 #include "sprof/step_timeline.hpp"
 #include "test_support.hpp"
 
-using namespace sprof::bootstrap;
+using namespace sprof::store;
+using namespace sprof::timeline;
 using sprof::Mode;
 using sprof::test::TempDir;
 using sprof::test::write_file;

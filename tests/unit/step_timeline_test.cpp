@@ -10,7 +10,8 @@
 #include "sprof/markers.hpp"
 #include "sprof/step_timeline.hpp"
 
-using namespace sprof::bootstrap;
+using namespace sprof::store;
+using namespace sprof::timeline;
 using sprof::Mode;
 
 namespace {

@@ -6,11 +6,12 @@
 #include <algorithm>
 
 #include "sprof/manifest.hpp"
-#include "sprof/step_hook.hpp"
+#include "sprof/step_trace.hpp"
 #include "sprof/trace_events.hpp"
 #include "test_support.hpp"
 
-using namespace sprof::bootstrap;
+using namespace sprof::store;
+using namespace sprof::timeline;
 using sprof::test::TempDir;
 
 TEST_CASE("write_step_trace writes steps, dataloader lanes and markers smdebug's reader reads", "[timeline][trace]") {

@@ -78,10 +78,10 @@ class MarkerChannel {
   // Reads everything available now without blocking and appends the parsed markers to out.
   // Call it periodically rather than after poll() (see the top of this header).
   // Returns the number of bytes read (0: nothing pending).
-  Result<size_t> drain(std::vector<Marker>& out);
+  Result<size_t> drain(std::vector<store::Marker>& out);
   // After the last drain(): accounts for an incomplete last line.
   void finish() { parser_.finish(); }
-  const MarkerParser& parser() const { return parser_; }
+  const store::MarkerParser& parser() const { return parser_; }
 
  private:
   MarkerChannel(int read_fd, int write_fd, uint64_t inode);
@@ -90,7 +90,7 @@ class MarkerChannel {
   int read_fd_ = -1;
   int write_fd_ = -1;
   uint64_t inode_ = 0;
-  MarkerParser parser_;
+  store::MarkerParser parser_;
 };
 
 // Deterministic mode: the bootstrap runs cProfile in the target within `window` and writes

@@ -37,7 +37,7 @@ struct SampledProfile {
 
 // Errors: what load_profile_samples and plan_intervals report.
 Result<SampledProfile> load_sampled_profile(const std::filesystem::path& dir,
-                                            const bootstrap::StepTimeline& timeline);
+                                            const timeline::StepTimeline& timeline);
 
 // query::aggregate over the samples: `used` lists the records whose intervals kept samples
 // (the ones that have a python_stats file when written with this timer).

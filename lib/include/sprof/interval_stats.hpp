@@ -73,7 +73,7 @@ struct ProcessInterval {
   int32_t pid = 0;
   std::string node_id;
   std::string framework;          // "pytorch" | "python"
-  bootstrap::Interval interval;   // the timeline's (or the whole-life one of a process without markers)
+  timeline::Interval interval;   // the timeline's (or the whole-life one of a process without markers)
   std::optional<size_t> timeline_index;  // its index in ProcessTimeline::intervals, if it has one
   store::StatsDirName name;       // times in epoch microseconds, from the manifest's clock pair
   std::string dir_name;           // format_stats_dir_name(name)
@@ -89,7 +89,7 @@ struct ProcessInterval {
 // time, then node id). Processes the timeline does not know get one whole-life interval.
 // Errors (bad_input): the profile has no manifest (its clock pair dates the intervals).
 Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples& profile,
-                                                    const bootstrap::StepTimeline& timeline);
+                                                    const timeline::StepTimeline& timeline);
 
 // pyinstrument's frame tree: one node per distinct call path (functions merged by name, file
 // and first line). Node 0 is a synthetic root above the threads' outermost frames.
@@ -152,7 +152,7 @@ struct WriteSummary {
 
 // Writes the stats directories under `profile.dir`, replacing files of the same names.
 Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile,
-                                          const bootstrap::StepTimeline& timeline,
+                                          const timeline::StepTimeline& timeline,
                                           const WriteOptions& options = {});
 
 // Puts what a write did into sprof.json's interval_stats section (replacing an earlier one).

@@ -20,7 +20,7 @@ class IntervalStatsHook : public launch::RecordHooks {
   // The step timeline of the finished recording; given the manifest on_finish holds (sprof.json
   // on disk is not final yet).
   using TimelineSource =
-      std::function<Result<bootstrap::StepTimeline>(const std::filesystem::path& dir, const store::Manifest& manifest)>;
+      std::function<Result<timeline::StepTimeline>(const std::filesystem::path& dir, const store::Manifest& manifest)>;
 
   IntervalStatsHook(WriteOptions options, TimelineSource timeline);
 

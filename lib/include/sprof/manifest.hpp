@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
 
 inline constexpr int kManifestSchemaVersion = 1;
-inline constexpr std::string_view kManifestFileName = "sprof.json";
 
 struct ManifestProcess {
   int32_t pid = 0;

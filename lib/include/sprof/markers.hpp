@@ -1,8 +1,9 @@
 #pragma once
-// The marker channel's messages as typed values, and the parser that reads them from the
-// byte stream the target writes (format: docs/markers.md). Markers come from sprof's bootstrap
-// inside the target: steps, modes and phases (explicit API or automatic PyTorch detection),
-// pause/resume, counters, instants, DataLoader lanes, process start and hook close.
+// The markers.log format (docs/markers.md): the messages of the marker channel as typed values,
+// and the parser that reads them from the byte stream the target writes (live, from the pipe)
+// or from markers/markers.log after the fact. Markers come from sprof's bootstrap inside the
+// target: steps, modes and phases (explicit API or automatic PyTorch detection), pause/resume,
+// counters, instants, DataLoader lanes, process start and hook close.
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +15,7 @@
 #include "sprof/modes.hpp"
 #include "sprof/result.hpp"
 
-namespace sprof::bootstrap {
+namespace sprof::store {
 
 inline constexpr int kMarkerProtocolVersion = 1;
 
@@ -162,4 +163,4 @@ class MarkerParser {
 std::vector<Marker> parse_markers(std::string_view text, MarkerParser::Stats* stats = nullptr,
                                   std::vector<std::string>* problems = nullptr);
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::store

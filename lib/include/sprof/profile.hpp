@@ -16,16 +16,11 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 #include "sprof/stats_dir.hpp"
 
 namespace sprof::store {
-
-inline constexpr const char* kCprofileName = "cprofile";
-inline constexpr const char* kPyinstrumentName = "pyinstrument";
-inline constexpr const char* kCprofileStatsFile = "python_stats";
-inline constexpr const char* kPyinstrumentJsonFile = "python_stats.json";
-inline constexpr const char* kPyinstrumentHtmlFile = "python_stats.html";
 
 // A string read from a file (a node id, a framework name, ...) that becomes one component of a
 // path under the profile directory: non-empty, at most 255 bytes, no '/', no NUL, not "." or

@@ -107,15 +107,15 @@ struct ResolvedWindow {
 
 // realtime_minus_monotonic_ns converts the timeline's CLOCK_MONOTONIC times to Unix time
 // (store::Manifest: clock_realtime_ns - clock_monotonic_ns).
-ResolvedWindow resolve(const ProfilingWindow& window, const bootstrap::ProcessTimeline& process,
+ResolvedWindow resolve(const ProfilingWindow& window, const timeline::ProcessTimeline& process,
                        int64_t realtime_minus_monotonic_ns);
 
 // Whether an interval of that process gets a stats directory: pre-step-zero and post-hook-close
 // always, the others by the step and time at their start boundary.
-bool contains(const ResolvedWindow& window, const bootstrap::Interval& interval, int64_t realtime_minus_monotonic_ns);
+bool contains(const ResolvedWindow& window, const timeline::Interval& interval, int64_t realtime_minus_monotonic_ns);
 
 // The intervals of `process` inside the window, as flags parallel to process.intervals.
-std::vector<bool> select_intervals(const ProfilingWindow& window, const bootstrap::ProcessTimeline& process,
+std::vector<bool> select_intervals(const ProfilingWindow& window, const timeline::ProcessTimeline& process,
                                    int64_t realtime_minus_monotonic_ns);
 
 // smdebug's ProfileRange.can_start_profiling as an online check, for callers that see the

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -28,7 +29,6 @@ namespace sprof::store {
 inline constexpr uint8_t kSampleIdle = 1;  // thread was not running (/proc state other than R)
 inline constexpr uint8_t kSampleGil = 2;   // thread held the GIL
 
-inline constexpr std::string_view kSampleLogFileName = "samples.log";
 
 struct LogFunction {
   std::string file;      // co_filename

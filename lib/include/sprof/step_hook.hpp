@@ -29,8 +29,6 @@
 
 namespace sprof::bootstrap {
 
-inline constexpr const char* kMarkersLog = "markers/markers.log";
-inline constexpr const char* kStepFnLog = "markers/step_fn.log";
 
 struct StepHookOptions {
   bool inject = true;                       // false: --no-inject
@@ -73,39 +71,5 @@ class StepRecordHook : public launch::RecordHooks {
   bool log_failed_ = false;
   StepSummary summary_;
 };
-
-// read_step_timeline() with the manifest given (on_finish has it before sprof.json is final);
-// manifest nullptr: no process exits are known. `problems` gets the marker parser's complaints.
-Result<StepTimeline> build_profile_timeline(const std::filesystem::path& profile_dir, const store::Manifest* manifest,
-                                            std::vector<std::string>* problems = nullptr);
-
-// Writes the timeline as smdebug's framework trace, model_timeline files under
-// framework/pevents/, one node per process with events (its node id "<pid>-<host>" as in
-// sprof.json); a DataLoader worker's lane event goes to its parent's node. Events:
-//   Step:ModeKeys.<MODE>      X, args pid, step_num (the mode's step, a string as smdebug writes it)
-//   forwardpassend            i on the step's lane at FORWARD_PASS_END, args pid, step_num
-//   DataLoaderIterInitialize  X "<iterator class>.__init__", args num_workers, pin_memory, pid
-//   DataLoaderIter            X "<iterator class>::GetNext" per next() (the wait for a batch), args pid
-//   DataLoaderWorker          X "_worker_loop" per worker, args pid (the worker's), worker_id
-//   <domain> (or "sprof")     i per counter value (args value, pid, tid) and instant marker
-// Times are epoch µs from the manifest's (monotonic, realtime) pair. Returns the files written.
-Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesystem::path& profile_dir,
-                                                            const store::Manifest& manifest,
-                                                            const StepTimeline& timeline);
-
-// --step-fn: steps inferred from the sampled stacks of each process's step thread (see
-// step_inference.cpp), as marker lines (docs/markers.md) ready for markers/step_fn.log. `known`
-// is the bootstrap's timeline: its modes are used, and processes with their own steps are skipped.
-struct InferredSteps {
-  std::string lines;
-  std::map<int32_t, int64_t> steps_per_pid;
-  std::vector<std::string> notes;  // processes skipped, functions never seen
-};
-Result<InferredSteps> infer_steps(const std::filesystem::path& profile_dir,
-                                  const std::vector<std::string>& step_functions, const StepTimeline& known);
-
-// Whether a sampled function (co_qualname on 3.11+, co_name before) is the QUALNAME a user gave:
-// equal, or QUALNAME's last dotted component where the interpreter only knows co_name.
-bool step_function_matches(std::string_view qualname, std::string_view function_name);
 
 }  // namespace sprof::bootstrap

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "sprof/manifest.hpp"
 #include "sprof/markers.hpp"
 #include "sprof/result.hpp"
 
-namespace sprof::bootstrap {
-
+namespace sprof::timeline {
 
 struct Boundary {
   Mode mode = Mode::prestepzero;
@@ -83,7 +83,7 @@ struct DataLoaderWait {  // lane DataLoaderIter, event "<iterator_class>::GetNex
   int32_t tid = 0;
   int64_t iterator = 0;
   std::string iterator_class;  // from the iterator's init marker, "" when it was not seen
-  DataLoaderOutcome outcome = DataLoaderOutcome::ok;
+  store::DataLoaderOutcome outcome = store::DataLoaderOutcome::ok;
 };
 
 struct DataLoaderWorker {  // lane DataLoaderWorker (args worker_id, pid)
@@ -106,7 +106,7 @@ struct InstantEvent {
   int32_t tid = 0;
   std::string domain;
   std::string name;
-  InstantScope scope = InstantScope::process;
+  store::InstantScope scope = store::InstantScope::process;
 };
 
 struct ProcessTimeline {
@@ -129,7 +129,7 @@ struct ProcessTimeline {
   std::optional<DataLoaderWorker> dataloader_worker;  // this process is a DataLoader worker
   std::vector<CounterValue> counters;
   std::vector<InstantEvent> instants;
-  std::vector<ReportedError> errors;
+  std::vector<store::ReportedError> errors;
   int64_t dropped_markers = 0;
   std::vector<std::string> problems;  // markers that did not fit (a step end without a begin, ...)
 };
@@ -143,18 +143,18 @@ struct StepTimeline {
 // plus what the recorder knows on its own, and builds the timeline.
 class StepTimelineBuilder {
  public:
-  void add(const Marker& marker);
-  void add(std::span<const Marker> markers);
+  void add(const store::Marker& marker);
+  void add(std::span<const store::Marker> markers);
   // The time the recorder saw the process exit (CLOCK_MONOTONIC ns): the end of its last interval.
   void set_process_exit(int32_t pid, int64_t t_ns);
   StepTimeline build() const;
 
  private:
-  std::vector<Marker> markers_;
+  std::vector<store::Marker> markers_;
   std::vector<std::pair<int32_t, int64_t>> exits_;
 };
 
-StepTimeline build_step_timeline(std::span<const Marker> markers);
+StepTimeline build_step_timeline(std::span<const store::Marker> markers);
 
 // The step timeline of a recorded profile: parses <profile_dir>/markers/markers.log (and
 // markers/step_fn.log, the steps `record --step-fn` inferred from the samples) and ends each
@@ -163,4 +163,10 @@ StepTimeline build_step_timeline(std::span<const Marker> markers);
 // Errors: profile_dir is not a directory, or a marker file exists but cannot be read.
 Result<StepTimeline> read_step_timeline(const std::filesystem::path& profile_dir);
 
-}  // namespace sprof::bootstrap
+// read_step_timeline() with the manifest given (record has it before sprof.json is final);
+// manifest nullptr: no process exits are known. `problems` gets the marker parser's complaints.
+Result<StepTimeline> build_profile_timeline(const std::filesystem::path& profile_dir,
+                                            const store::Manifest* manifest,
+                                            std::vector<std::string>* problems = nullptr);
+
+}  // namespace sprof::timeline

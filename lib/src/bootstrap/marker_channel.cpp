@@ -85,7 +85,7 @@ int MarkerChannel::inherit_in_child() const noexcept {
   return 0;
 }
 
-Result<size_t> MarkerChannel::drain(std::vector<Marker>& out) {
+Result<size_t> MarkerChannel::drain(std::vector<store::Marker>& out) {
   std::array<char, 65536> buffer;
   size_t total = 0;
   for (;;) {

@@ -17,6 +17,8 @@
 
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_hook.hpp"
+#include "sprof/step_inference.hpp"
+#include "sprof/step_trace.hpp"
 
 namespace sprof::bootstrap {
 namespace fs = std::filesystem;
@@ -48,7 +50,7 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
   std::error_code ec;
   fs::create_directories(markers, ec);
   if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", markers.string(), ec.message());
-  log_path_ = (output_dir / kMarkersLog).string();
+  log_path_ = (output_dir / store::kMarkersLog).string();
   log_fd_ = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
   if (log_fd_ < 0) return make_error(ErrorKind::io, "cannot create {}: {}", log_path_, std::strerror(errno));
 
@@ -124,7 +126,7 @@ void StepRecordHook::on_housekeeping(int64_t /*now_ns*/) { drain(); }
 
 namespace {
 
-nlohmann::json summary_json(const StepSummary& s, const StepTimeline& timeline, const StepHookOptions& options,
+nlohmann::json summary_json(const StepSummary& s, const timeline::StepTimeline& timeline, const StepHookOptions& options,
                             const std::vector<std::string>& notes) {
   using nlohmann::json;
   json j;
@@ -137,9 +139,9 @@ nlohmann::json summary_json(const StepSummary& s, const StepTimeline& timeline, 
   for (const auto& [mode, count] : s.steps) j["steps"][mode] = count;
   if (!options.step_functions.empty()) j["step_functions"] = options.step_functions;
   json processes = json::array();
-  for (const ProcessTimeline& p : timeline.processes) {
+  for (const timeline::ProcessTimeline& p : timeline.processes) {
     json steps = json::object();
-    for (const Step& step : p.steps) {
+    for (const timeline::Step& step : p.steps) {
       std::string mode(to_string(step.mode));
       steps[mode] = steps.value(mode, 0) + 1;
     }
@@ -176,13 +178,13 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
     }
   }
   std::vector<std::string> notes;
-  SPROF_TRY(StepTimeline timeline, build_profile_timeline(output_dir, &manifest, &notes));
+  SPROF_TRY(timeline::StepTimeline timeline, timeline::build_profile_timeline(output_dir, &manifest, &notes));
 
   bool have_marker_steps = false;
   for (const auto& p : timeline.processes) have_marker_steps = have_marker_steps || !p.steps.empty();
   bool have_inferred = false;
   if (!options_.step_functions.empty()) {
-    auto inferred = infer_steps(output_dir, options_.step_functions, timeline);
+    auto inferred = timeline::infer_steps(output_dir, options_.step_functions, timeline);
     if (!inferred.ok()) {
       notes.push_back("--step-fn: " + inferred.error().message);
       spdlog::warn("--step-fn: {}", inferred.error().message);
@@ -192,7 +194,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
         notes.push_back("--step-fn: " + n);
       }
       if (!inferred->lines.empty()) {
-        fs::path file = output_dir / kStepFnLog;
+        fs::path file = output_dir / store::kStepFnLog;
         std::error_code ec;
         fs::create_directories(file.parent_path(), ec);
         FILE* f = std::fopen(file.c_str(), "wb");
@@ -200,7 +202,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
         if (f != nullptr) ok = std::fclose(f) == 0 && ok;
         if (!ok) return make_error(ErrorKind::io, "cannot write {}: {}", file.string(), std::strerror(errno));
         have_inferred = true;
-        SPROF_TRY(StepTimeline merged, build_profile_timeline(output_dir, &manifest, nullptr));
+        SPROF_TRY(timeline::StepTimeline merged, timeline::build_profile_timeline(output_dir, &manifest, nullptr));
         timeline = std::move(merged);
       }
     }
@@ -213,7 +215,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   summary_.framework = "python";
   for (const auto& p : timeline.processes) {
     if (p.framework == "pytorch") summary_.framework = "pytorch";
-    for (const Step& s : p.steps) ++summary_.steps[std::string(to_string(s.mode))];
+    for (const timeline::Step& s : p.steps) ++summary_.steps[std::string(to_string(s.mode))];
     summary_.dropped_markers += p.dropped_markers;
   }
   if (summary_.dropped_markers > 0) {
@@ -222,7 +224,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   }
 
   if (!timeline.processes.empty()) {
-    auto files = write_step_trace(output_dir, manifest, timeline);
+    auto files = timeline::write_step_trace(output_dir, manifest, timeline);
     if (!files.ok()) {
       spdlog::error("step timeline trace: {}", files.error().message);
       notes.push_back(files.error().message);

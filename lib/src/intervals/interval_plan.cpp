@@ -11,7 +11,7 @@
 namespace sprof::intervals {
 namespace {
 
-store::StepPoint step_point(const bootstrap::Boundary& b, const store::Manifest& manifest) {
+store::StepPoint step_point(const timeline::Boundary& b, const store::Manifest& manifest) {
   store::StepPoint point;
   point.mode = b.mode;
   point.step = b.step;
@@ -23,7 +23,7 @@ store::StepPoint step_point(const bootstrap::Boundary& b, const store::Manifest&
 }
 
 // [begin, end) less the paused ranges (which may overlap each other).
-std::vector<TimeSpan> cut_spans(TimeSpan whole, std::vector<bootstrap::TimeRange> paused) {
+std::vector<TimeSpan> cut_spans(TimeSpan whole, std::vector<timeline::TimeRange> paused) {
   std::sort(paused.begin(), paused.end(),
             [](const auto& a, const auto& b) { return a.begin_ns < b.begin_ns; });
   std::vector<TimeSpan> out;
@@ -56,11 +56,11 @@ std::optional<PythonTimer> parse_python_timer(std::string_view text) {
 }
 
 std::filesystem::path ProcessInterval::relative_dir() const {
-  return std::filesystem::path("framework") / framework / kSampledProfilerDir / node_id / dir_name;
+  return store::stats_dir_path(framework, kSampledProfilerDir, node_id, dir_name);
 }
 
 Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples& profile,
-                                                    const bootstrap::StepTimeline& timeline) {
+                                                    const timeline::StepTimeline& timeline) {
   if (!profile.manifest) {
     return make_error(ErrorKind::bad_input, "{}: no {}, so the samples cannot be dated for stats directories",
                       profile.dir.string(), store::kManifestFileName);
@@ -79,10 +79,10 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
     SPROF_TRY_STATUS(store::check_path_component(
         node_id, fmt::format("{}: node_id of pid {}", (profile.dir / store::kManifestFileName).string(), pid)));
 
-    std::vector<bootstrap::Interval> intervals;
-    std::vector<bootstrap::TimeRange> paused;
+    std::vector<timeline::Interval> intervals;
+    std::vector<timeline::TimeRange> paused;
     std::string framework = "python";
-    const bootstrap::ProcessTimeline* tl = timeline.find(pid);
+    const timeline::ProcessTimeline* tl = timeline.find(pid);
     if (tl != nullptr && !tl->intervals.empty()) {
       intervals = tl->intervals;
       paused = tl->paused;
@@ -93,8 +93,8 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       int64_t begin = p.process != nullptr && p.process->attach_ns > 0 ? p.process->attach_ns : p.log.first_ns();
       int64_t end = p.process != nullptr && p.process->detach_ns > 0 ? p.process->detach_ns : p.log.last_ns();
       end = std::max(end, begin + 1);
-      bootstrap::Interval whole;
-      whole.kind = bootstrap::IntervalKind::pre_step_zero;
+      timeline::Interval whole;
+      whole.kind = timeline::IntervalKind::pre_step_zero;
       whole.start = {Mode::prestepzero, std::nullopt, Phase::start, begin};
       whole.end = {Mode::posthookclose, std::nullopt, Phase::end, end};
       intervals.push_back(whole);
@@ -104,7 +104,7 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
         framework, fmt::format("{}: framework of pid {}", (profile.dir / "markers").string(), pid)));
     const bool from_timeline = tl != nullptr && !tl->intervals.empty();
     for (size_t i = 0; i < intervals.size(); ++i) {
-      const bootstrap::Interval& interval = intervals[i];
+      const timeline::Interval& interval = intervals[i];
       ProcessInterval pi;
       if (from_timeline) pi.timeline_index = i;
       pi.process = index;

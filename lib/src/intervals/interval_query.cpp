@@ -8,14 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "intervals/stats_builder.hpp"
+#include "sprof/layout.hpp"
 
 namespace sprof::intervals {
 
 namespace fs = std::filesystem;
 
 bool is_sprof_profile(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(dir / store::kManifestFileName, ec) && fs::is_directory(dir / "samples", ec);
+  return store::detect(dir).raw_samples();
 }
 
 const ProcessInterval& SampledProfile::interval_of(const store::StatsRecord& record) const {
@@ -37,7 +37,7 @@ std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) 
 
 }  // namespace
 
-Result<SampledProfile> load_sampled_profile(const fs::path& dir, const bootstrap::StepTimeline& timeline) {
+Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline::StepTimeline& timeline) {
   SampledProfile out;
   SPROF_TRY(out.samples, store::load_profile_samples(dir));
   SPROF_TRY(out.intervals, plan_intervals(out.samples, timeline));

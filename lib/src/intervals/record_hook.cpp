@@ -29,7 +29,7 @@ Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, sto
   auto profile = store::load_profile_samples(output_dir);
   if (!profile.ok()) return fail(profile.error());
   store::attach_manifest(*profile, manifest);
-  bootstrap::StepTimeline timeline;
+  timeline::StepTimeline timeline;
   if (timeline_) {
     auto read = timeline_(output_dir, manifest);
     if (!read.ok()) return fail(read.error());

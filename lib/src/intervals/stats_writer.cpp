@@ -33,7 +33,7 @@ std::string WriteSummary::text() const {
   return out;
 }
 
-Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, const bootstrap::StepTimeline& timeline,
+Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, const timeline::StepTimeline& timeline,
                                           const WriteOptions& options) {
   SPROF_TRY(std::vector<ProcessInterval> planned, plan_intervals(profile, timeline));
   WriteSummary summary;

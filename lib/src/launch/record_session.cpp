@@ -337,9 +337,9 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
 
   std::unique_ptr<pyframes::PythonProcess> py = std::move(process).value();
   if (!t.sampler) {
-    fs::path rel = fs::path("samples") / t.info.node_id;
+    fs::path rel = fs::path(store::kSamplesDir) / t.info.node_id;
     std::error_code ec;
-    if (fs::exists(dir_ / rel, ec)) rel = fs::path("samples") / fmt::format("{}-{}", t.info.node_id, tracked_.size());
+    if (fs::exists(dir_ / rel, ec)) rel = fs::path(store::kSamplesDir) / fmt::format("{}-{}", t.info.node_id, tracked_.size());
     fs::create_directories(dir_ / rel, ec);
     auto writer = store::SampleLogWriter::create(dir_ / rel / std::string(store::kSampleLogFileName));
     if (!writer.ok()) {

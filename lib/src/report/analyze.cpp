@@ -9,6 +9,7 @@
 
 #include "report/analyze_parts.hpp"
 #include "report/window_functions.hpp"
+#include "sprof/layout.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_timeline.hpp"
 #include "sprof/system_metrics.hpp"
@@ -136,7 +137,7 @@ void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
 // Steps of a profile whose trace was never written (a recording cut short before its end), from the
 // persisted markers: the same steps record would have written as Step:ModeKeys events.
 Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const store::Manifest& manifest) {
-  SPROF_TRY(auto timeline, bootstrap::read_step_timeline(dir));
+  SPROF_TRY(auto timeline, timeline::read_step_timeline(dir));
   std::vector<StepRecord> steps;
   for (const auto& p : timeline.processes) {
     std::string node = std::to_string(p.pid);
@@ -165,10 +166,10 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   // Rule names and parameters first, so a typo fails before any reading.
   SPROF_TRY(auto checked, rules::run_rules(rules::RulesInput{}, options.rules));
   (void)checked;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
-  bool sprof_profile = fs::exists(dir / store::kManifestFileName, ec) || fs::is_directory(dir / "samples", ec);
-  if (!sprof_profile && !fs::is_directory(dir / "system", ec) && !fs::is_directory(dir / "framework", ec)) {
+  store::ProfileContents contents = store::detect(dir);
+  if (!contents.is_directory) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
+  bool sprof_profile = contents.sprof();
+  if (!contents.profile()) {
     return make_error(ErrorKind::bad_input,
                       "{}: not a profile directory (none of sprof.json, samples/, system/, framework/)", dir.string());
   }
@@ -190,7 +191,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   report.outlier_stddev = outlier_stddev(options.rules);
   std::vector<StepRecord> steps = collect_steps(trace.events);
   const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
-  if (steps.empty() && manifest != nullptr && fs::exists(dir / "markers" / "markers.log", ec)) {
+  if (steps.empty() && manifest != nullptr && contents.markers) {
     SPROF_TRY(auto from_markers, steps_from_markers(dir, *manifest));
     steps = std::move(from_markers);
     if (!steps.empty()) report.warnings.push_back("steps read from markers/markers.log (no step trace in framework/pevents)");
@@ -198,7 +199,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   report.step_stats = step_statistics(steps, report.outlier_stddev);
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
   if (steps.empty()) {
-    report.steps_note = fs::is_directory(dir / "framework", ec)
+    report.steps_note = contents.framework
                             ? "no Step:ModeKeys.* events in framework/pevents"
                             : "no framework timeline (framework/pevents): steps unknown";
     report.phases_note = "no steps: initialization and finalization cannot be told apart from the training loop";

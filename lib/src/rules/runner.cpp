@@ -11,6 +11,7 @@
 
 #include "rules/breakdown.hpp"
 #include "rules/registry.hpp"
+#include "sprof/layout.hpp"
 
 namespace fs = std::filesystem;
 
@@ -37,11 +38,11 @@ std::string report_json(const RuleResult& result) {
 }
 
 Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
-  std::error_code ec;
-  if (!fs::is_directory(profile_dir, ec)) {
+  store::ProfileContents contents = store::detect(profile_dir);
+  if (!contents.is_directory) {
     return make_error(ErrorKind::bad_input, "{} is not a directory", profile_dir.string());
   }
-  if (!fs::is_directory(profile_dir / "system", ec) && !fs::is_directory(profile_dir / "framework", ec)) {
+  if (!contents.rule_data()) {
     return make_error(ErrorKind::bad_input, "{} is not a profile directory (it has neither system/ nor framework/)",
                       profile_dir.string());
   }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sprof/layout.hpp"
 #include "sprof/profile.hpp"
 #include "sprof/profile_samples.hpp"
 
@@ -185,8 +186,8 @@ bool is_dir(const fs::path& path) {
 // Which level of the layout `dir` is, judged from what it contains.
 ProfileLevel detect_level(const fs::path& dir) {
   // A profile root without python stats still has its other parts (or sprof's manifest).
-  std::error_code mec;
-  if (is_dir(dir / "framework") || is_dir(dir / "system") || fs::exists(dir / "sprof.json", mec)) {
+  ProfileContents contents = detect(dir);
+  if (contents.framework || contents.system || contents.manifest) {
     return ProfileLevel::root;
   }
   std::error_code ec;
@@ -254,7 +255,7 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
   Walker walker(index);
   switch (index.level) {
     case ProfileLevel::root:
-      if (is_dir(dir / "framework")) walker.scan_framework_dir(dir / "framework");
+      if (is_dir(dir / kFrameworkDir)) walker.scan_framework_dir(dir / kFrameworkDir);
       break;
     case ProfileLevel::framework_dir: walker.scan_framework_dir(dir); break;
     case ProfileLevel::framework: walker.scan_framework(dir, name_of(absolute)); break;

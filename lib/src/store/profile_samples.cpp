@@ -66,7 +66,7 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
   ProfileSamples profile;
   profile.dir = dir;
   bool has_manifest = fs::exists(dir / kManifestFileName, ec);
-  fs::path samples_dir = dir / "samples";
+  fs::path samples_dir = dir / kSamplesDir;
   bool has_samples = fs::is_directory(samples_dir, ec);
   if (!has_manifest && !has_samples) {
     return make_error(ErrorKind::bad_input, "{} is not a sprof profile (no {} and no samples/)", dir.string(),
@@ -115,7 +115,7 @@ void recover_unfinished(ProfileSamples& profile) {
     mp.executable = lp.executable;
     std::error_code ec;
     mp.sample_log = fs::relative(p.path, profile.dir, ec).string();
-    if (ec || mp.sample_log.empty()) mp.sample_log = (fs::path("samples") / p.node_id / kSampleLogFileName).string();
+    if (ec || mp.sample_log.empty()) mp.sample_log = sample_log_path(p.node_id).string();
     mp.attach_ns = p.log.processes().front().attach_ns;
     mp.detach_ns = p.log.last_ns();
     mp.samples = p.log.sample_count();

@@ -1,5 +1,6 @@
 // Reader and writer of smdebug's system-metrics JSON lines (see sprof/system_metrics.hpp).
 
+#include "sprof/layout.hpp"
 #include "sprof/system_metrics.hpp"
 
 #include <algorithm>
@@ -52,7 +53,7 @@ int64_t to_microseconds(double t, TimeUnit unit) {
 }
 
 fs::path system_file_path(const fs::path& profile_dir, int64_t minute_epoch_s, std::string_view node_id) {
-  return profile_dir / "system" / "incremental" / utc_date_hour(minute_epoch_s) /
+  return profile_dir / kSystemDir / kSystemMetricsDir / utc_date_hour(minute_epoch_s) /
          fmt::format("{}.{}.json", minute_epoch_s, node_id);
 }
 
@@ -136,7 +137,7 @@ Result<std::vector<SystemMetric>> read_system_metrics_file(const fs::path& path)
 }
 
 Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_dir) {
-  fs::path root = profile_dir / "system";
+  fs::path root = profile_dir / kSystemDir;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return std::vector<SystemMetric>{};
   std::vector<std::pair<int64_t, fs::path>> files;

@@ -1,5 +1,6 @@
 // Reader of smdebug's framework trace files (see sprof/trace_events.hpp).
 
+#include "sprof/layout.hpp"
 #include "sprof/trace_events.hpp"
 
 #include <algorithm>
@@ -84,7 +85,7 @@ std::optional<TraceFileName> parse_trace_file_name(const fs::path& path) {
   std::string text = path.generic_string();
   std::string name = path.filename().string();
   if (name.size() < 5 || name.substr(name.size() - 5) != ".json") return std::nullopt;
-  if (text.find("pevents") == std::string::npos) return std::nullopt;
+  if (text.find(kTraceEventsDir) == std::string::npos) return std::nullopt;
   size_t first = name.find('_');
   if (first == std::string::npos) return std::nullopt;
   size_t second = name.find('_', first + 1);
@@ -287,7 +288,7 @@ Result<std::vector<TraceEvent>> read_trace_file(const fs::path& path) {
 
 Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
   TraceReadResult result;
-  fs::path root = profile_dir / "framework";
+  fs::path root = profile_dir / kFrameworkDir;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return result;
   struct File {

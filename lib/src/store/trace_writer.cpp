@@ -1,5 +1,6 @@
 // smdebug-compatible trace file writer (see sprof/trace_writer.hpp).
 
+#include "sprof/layout.hpp"
 #include "sprof/trace_writer.hpp"
 
 #include <cerrno>
@@ -92,7 +93,7 @@ TraceWriter::~TraceWriter() {
 }
 
 fs::path TraceWriter::temp_path() const {
-  return options_.profile_dir / "framework" / (options_.node_id + "_" + options_.suffix + ".tmp");
+  return options_.profile_dir / kFrameworkDir / (options_.node_id + "_" + options_.suffix + ".tmp");
 }
 
 int64_t TraceWriter::lane_pid(std::string_view lane) {
@@ -229,7 +230,7 @@ Status TraceWriter::close() {
   file_ = nullptr;
   if (!ok) return make_error(ErrorKind::io, "cannot finish {}: {}", temp.string(), std::strerror(errno));
   int64_t end_us = last_end_us_;
-  fs::path dir = options_.profile_dir / "framework" / "pevents" / utc_date_hour(end_us / 1000000);
+  fs::path dir = options_.profile_dir / kFrameworkDir / kTraceEventsDir / utc_date_hour(end_us / 1000000);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", dir.string(), ec.message());

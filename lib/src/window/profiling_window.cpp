@@ -308,10 +308,10 @@ bool ResolvedWindow::contains_step(int64_t global_step, double t_s) const {
   return any_step && min_step <= global_step && global_step < end_step && begin_s <= t_s && t_s < end_s;
 }
 
-ResolvedWindow resolve(const ProfilingWindow& window, const bootstrap::ProcessTimeline& process,
+ResolvedWindow resolve(const ProfilingWindow& window, const timeline::ProcessTimeline& process,
                        int64_t realtime_minus_monotonic_ns) {
   ResolvedWindow r;
-  const bootstrap::Step* first = nullptr;
+  const timeline::Step* first = nullptr;
   for (const auto& s : process.steps) {
     if (first == nullptr || s.begin_ns < first->begin_ns) first = &s;
   }
@@ -356,14 +356,14 @@ ResolvedWindow resolve(const ProfilingWindow& window, const bootstrap::ProcessTi
   return r;
 }
 
-bool contains(const ResolvedWindow& window, const bootstrap::Interval& interval, int64_t realtime_minus_monotonic_ns) {
-  using bootstrap::IntervalKind;
+bool contains(const ResolvedWindow& window, const timeline::Interval& interval, int64_t realtime_minus_monotonic_ns) {
+  using timeline::IntervalKind;
   if (interval.kind == IntervalKind::pre_step_zero || interval.kind == IntervalKind::post_hook_close) return true;
   return window.contains_step(interval.start.step.value_or(-1),
                               unix_s(interval.start.t_ns, realtime_minus_monotonic_ns));
 }
 
-std::vector<bool> select_intervals(const ProfilingWindow& window, const bootstrap::ProcessTimeline& process,
+std::vector<bool> select_intervals(const ProfilingWindow& window, const timeline::ProcessTimeline& process,
                                    int64_t realtime_minus_monotonic_ns) {
   ResolvedWindow resolved = resolve(window, process, realtime_minus_monotonic_ns);
   std::vector<bool> out;

@@ -6,10 +6,11 @@
 
 #include "sprof/manifest.hpp"
 #include "sprof/profile.hpp"
-#include "sprof/step_hook.hpp"
+#include "sprof/step_trace.hpp"
 #include "sprof/trace_writer.hpp"
 
-namespace sprof::bootstrap {
+namespace sprof::timeline {
+using store::InstantScope;
 namespace fs = std::filesystem;
 
 namespace {
@@ -136,4 +137,4 @@ Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, cons
   return files;
 }
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::timeline

@@ -5,7 +5,28 @@
 #include <algorithm>
 #include <map>
 
-namespace sprof::bootstrap {
+namespace sprof::timeline {
+
+// The markers' vocabulary (markers.hpp), which this file turns into the timeline.
+using store::Close;
+using store::Counter;
+using store::DataLoaderInit;
+using store::DataLoaderNext;
+using store::Dropped;
+using store::ForwardPassEnd;
+using store::Framework;
+using store::Hello;
+using store::Instant;
+using store::Marker;
+using store::ModeChange;
+using store::Pause;
+using store::ReportedError;
+using store::Resume;
+using store::StepBegin;
+using store::StepEnd;
+using store::WorkerStart;
+using store::WorkerStop;
+
 namespace {
 
 class ProcessBuilder {
@@ -218,4 +239,4 @@ StepTimeline build_step_timeline(std::span<const Marker> markers) {
   return builder.build();
 }
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::timeline

@@ -2,11 +2,10 @@
 
 #include <system_error>
 
-#include "sprof/step_hook.hpp"
 #include "sprof/step_timeline.hpp"
 #include "store/file_bytes.hpp"
 
-namespace sprof::bootstrap {
+namespace sprof::timeline {
 namespace fs = std::filesystem;
 
 Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const store::Manifest* manifest,
@@ -17,12 +16,12 @@ Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const s
   }
   StepTimelineBuilder builder;
   std::string text;
-  for (const char* name : {kMarkersLog, kStepFnLog}) {
+  for (std::string_view name : {store::kMarkersLog, store::kStepFnLog}) {
     fs::path file = profile_dir / name;
     if (!fs::exists(file, ec)) continue;
     SPROF_TRY_STATUS(store::read_file_bytes(file, text));
-    MarkerParser parser;
-    std::vector<Marker> markers;
+    store::MarkerParser parser;
+    std::vector<store::Marker> markers;
     parser.feed(text, markers);
     parser.finish();  // a recording cut short may end mid-line
     if (problems) {
@@ -48,4 +47,4 @@ Result<StepTimeline> read_step_timeline(const fs::path& profile_dir) {
   return build_profile_timeline(profile_dir, manifest ? &*manifest : nullptr);
 }
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::timeline

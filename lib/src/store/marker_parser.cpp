@@ -12,7 +12,7 @@
 
 #include "sprof/markers.hpp"
 
-namespace sprof::bootstrap {
+namespace sprof::store {
 namespace {
 
 std::vector<std::string_view> split_fields(std::string_view line) {
@@ -352,4 +352,4 @@ std::vector<Marker> parse_markers(std::string_view text, MarkerParser::Stats* st
   return out;
 }
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::store

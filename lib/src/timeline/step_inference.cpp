@@ -15,9 +15,9 @@
 #include <system_error>
 
 #include "sprof/profile_samples.hpp"
-#include "sprof/step_hook.hpp"
+#include "sprof/step_inference.hpp"
 
-namespace sprof::bootstrap {
+namespace sprof::timeline {
 namespace fs = std::filesystem;
 
 bool step_function_matches(std::string_view qualname, std::string_view function_name) {
@@ -217,4 +217,4 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
   return out;
 }
 
-}  // namespace sprof::bootstrap
+}  // namespace sprof::timeline
