@@ -18,52 +18,22 @@ struct ByPhaseOptions {
   std::string compat = "sprof";
 };
 
-struct PhaseResult {
-  std::string name;
-  std::vector<std::string> parts;  // training-phase names it is made of
-  const query::TrainingPhase* training = nullptr;
-  query::Aggregate aggregate;
-};
-
-bool wanted(const ByPhaseOptions& options, const std::string& name) {
-  if (options.phases.empty()) return true;
-  return std::find(options.phases.begin(), options.phases.end(), name) != options.phases.end();
-}
-
 Result<int> run_by_phase(const ByPhaseOptions& options) {
   if (options.training_phase == options.job_phase) {
     return make_error(ErrorKind::usage, "by-phase needs exactly one of --training-phase and "
                                         "--job-phase");
   }
-  SPROF_TRY(QuerySource source, load_query_source(options.query));
-  const store::ProfileIndex& index = source.index();
+  SPROF_TRY(auto source, open_query_source(options.query));
+  const store::ProfileIndex& index = source->index();
   SPROF_TRY(query::NodeSelection node,
             query::cprofile_records_of_node(index, options.query.node));
   std::vector<query::TrainingPhase> training = query::training_phases(node.records);
-
-  std::vector<PhaseResult> results;
-  if (options.training_phase) {
-    for (const query::TrainingPhase& phase : training) {
-      if (!wanted(options, phase.name())) continue;
-      PhaseResult r{phase.name(), {phase.name()}, &phase, {}};
-      SPROF_TRY(r.aggregate, aggregate_selection(source, phase.records, options.query));
-      results.push_back(std::move(r));
-    }
-  } else {
-    auto compat = options.compat == "smdebug" ? query::Compat::smdebug : query::Compat::sprof;
-    for (const query::JobPhaseGroup& group : query::job_phases(training, compat)) {
-      std::string name(query::to_string(group.phase));
-      if (!wanted(options, name)) continue;
-      PhaseResult r{name, {}, nullptr, {}};
-      // smdebug aggregates each (start, end) mode pair, then adds those Stats together.
-      for (const query::TrainingPhase& part : group.parts) {
-        SPROF_TRY(query::Aggregate agg, aggregate_selection(source, part.records, options.query));
-        r.aggregate.add(agg);
-        r.parts.push_back(part.name());
-      }
-      results.push_back(std::move(r));
-    }
-  }
+  SPROF_TRY(std::vector<query::PhaseAggregate> results,
+            query::aggregate_phases(*source, training,
+                                    options.training_phase ? query::PhaseGrouping::training_phase
+                                                           : query::PhaseGrouping::job_phase,
+                                    options.compat == "smdebug" ? query::Compat::smdebug : query::Compat::sprof,
+                                    options.phases));
   if (!options.phases.empty() && results.empty()) {
     return make_error(ErrorKind::usage, "--phase {}: no such phase in {} (node {})",
                       fmt::join(options.phases, ","), options.query.profile.profile_dir,
@@ -88,11 +58,10 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
       doc["node_id"] = node.node_id;
       doc["query"]["group_by"] = options.training_phase ? "training_phase" : "job_phase";
       if (options.job_phase) doc["query"]["compat"] = options.compat;
-      doc["source"] = source.sampled ? "samples" : "stats";
-      if (source.sampled) doc["python_timer"] = std::string(intervals::to_string(source.timer));
+      append_source_json(doc, *source);
       doc["warnings"] = problems_json(index.problems);
       Json phases = Json::array();
-      for (const PhaseResult& r : results) {
+      for (const query::PhaseAggregate& r : results) {
         Json j;
         j["name"] = r.name;
         if (r.training != nullptr) {
@@ -117,12 +86,12 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     case OutputFormat::table:
       text = fmt::format("Node {}: {} {}\n", node.node_id, results.size(),
                          options.training_phase ? "training phases" : "job phases");
-      for (const PhaseResult& r : results) {
+      for (const query::PhaseAggregate& r : results) {
         text += fmt::format("\n=== {}", r.name);
         if (options.job_phase) {
           text += fmt::format(" ({})", r.parts.empty() ? "no stats" : fmt::format("{}", fmt::join(r.parts, ", ")));
         }
-        text += fmt::format(": {} {}\n", r.aggregate.used.size(), source.sampled ? "intervals" : "stats files");
+        text += fmt::format(": {} {}\n", r.aggregate.used.size(), source->sampled() ? "intervals" : "stats files");
         if (!r.aggregate.used.empty()) text += "\n" + aggregate_table(r.aggregate, options.query);
       }
       break;

@@ -52,7 +52,7 @@ void add_export(CLI::App& app, CommandList& commands) {
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, format_for(*flags));
     SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags->dir));
-    report::SampleFilter filter;
+    query::SampleFilter filter;
     filter.include_idle = flags->idle;
     filter.gil_only = flags->gil;
     if (flags->pid != 0) {

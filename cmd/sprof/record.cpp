@@ -82,7 +82,7 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
     spdlog::warn("cannot read back the profile for the summary: {}", profile.error().message);
     return;
   }
-  report::SampleFilter filter;
+  query::SampleFilter filter;
   filter.include_idle = flags.idle;
   filter.gil_only = flags.gil;
   report::SampleSummary s = report::summarize(*profile, filter, 10);

@@ -10,7 +10,7 @@
 
 #include "command.hpp"
 #include "progress_line.hpp"
-#include "sprof/interval_query.hpp"
+#include "sprof/layout.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_timeline.hpp"
@@ -49,7 +49,7 @@ Result<window::ProfilingWindow> recorded_window(const store::Manifest& manifest,
 }
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
-  if (!intervals::is_sprof_profile(flags.dir)) {
+  if (!store::detect(flags.dir).raw_samples()) {
     return make_error(ErrorKind::usage, "{} is not a sprof profile root (it needs sprof.json and samples/)",
                       flags.dir);
   }

@@ -21,15 +21,7 @@ void add_profile_options(CLI::App* app, ProfileOptions& options) {
 }
 
 Result<store::ProfileIndex> load_profile(const ProfileOptions& options) {
-  store::DiscoverOptions discover;
-  discover.strict = options.strict;
-  SPROF_TRY(store::ProfileIndex index, store::discover_profile(options.profile_dir, discover));
-  for (const store::Problem& problem : index.problems) {
-    spdlog::warn("{} (skipped)", problem.message);
-  }
-  spdlog::debug("{}: read as a {}; {} stats files", options.profile_dir,
-                store::to_string(index.level), index.records.size());
-  return index;
+  return query::load_stats_index(options.profile_dir, options.strict);
 }
 
 std::string start_step_text(const store::StatsDirName& name) {
@@ -119,53 +111,17 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats)
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}));
 }
 
-std::string QuerySource::what() const { return sampled ? "intervals" : "cProfile stats files"; }
-
-Result<QuerySource> load_query_source(const QueryOptions& options) {
-  QuerySource source;
-  const std::string& dir = options.profile.profile_dir;
-  const bool sprof_profile = intervals::is_sprof_profile(dir);
-  if (options.source == "samples" && !sprof_profile) {
-    return make_error(ErrorKind::usage,
-                      "--source samples: {} is not a sprof profile root (it needs sprof.json and samples/)", dir);
-  }
-  if (sprof_profile && options.source != "stats") {
-    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(dir));
-    SPROF_TRY(intervals::SampledProfile sampled, intervals::load_sampled_profile(dir, timeline));
-    if (sampled.index.records.empty()) {
-      return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir);
-    }
-    source.timer = options.python_timer.empty()
-                       ? sampled.recorded_timer.value_or(intervals::PythonTimer::total_time)
-                       : *intervals::parse_python_timer(options.python_timer);
-    spdlog::debug("{}: answering from the raw samples: {} intervals, timer {}", dir, sampled.index.records.size(),
-                  intervals::to_string(source.timer));
-    source.sampled = std::move(sampled);
-    return source;
-  }
-  if (!options.python_timer.empty()) {
-    return make_error(ErrorKind::usage,
-                      "--python-timer applies to answers from raw samples; {} is answered from its stats files", dir);
-  }
-  SPROF_TRY(source.files, load_profile(options.profile));
-  return source;
+Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options) {
+  query::SourceOptions source;
+  if (options.source != "auto") source.kind = query::parse_source_kind(options.source);
+  if (!options.python_timer.empty()) source.timer = intervals::parse_python_timer(options.python_timer);
+  source.strict = options.profile.strict;
+  return query::open_stats_source(options.profile.profile_dir, source);
 }
 
-Result<query::Aggregate> aggregate_selection(const QuerySource& source, const query::Selection& selection,
-                                             const QueryOptions& options) {
-  if (source.sampled) return intervals::aggregate_samples(*source.sampled, selection, source.timer);
-  query::AggregateOptions agg_options;
-  agg_options.strict = options.profile.strict;
-  SPROF_TRY(query::Aggregate aggregate, query::aggregate(selection, agg_options));
-  for (const store::Problem& p : aggregate.unreadable) {
-    spdlog::warn("{} (skipped)", p.message);
-  }
-  if (!selection.empty() && aggregate.used.empty()) {
-    return make_error(ErrorKind::bad_input,
-                      "none of the {} selected stats files could be read; first: {}",
-                      selection.size(), aggregate.unreadable.front().message);
-  }
-  return aggregate;
+void append_source_json(Json& into, const query::StatsSource& source) {
+  into["source"] = std::string(query::to_string(source.kind()));
+  if (auto timer = source.timer()) into["python_timer"] = std::string(intervals::to_string(*timer));
 }
 
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
@@ -224,30 +180,31 @@ Status write_aggregate(const std::string& path, const query::Aggregate& aggregat
 }
 
 // -f collapsed|speedscope: the stacks of the selected intervals' samples.
-Result<int> print_selection_stacks(const QuerySource& source, const query::Selection& selection,
+Result<int> print_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
                                    const QueryOptions& options) {
-  report::SampleFilter filter = intervals::selection_filter(*source.sampled, selection, source.timer);
+  const query::SampledProfile& sampled = *source.sampled();
+  const intervals::PythonTimer timer = *source.timer();
+  query::SampleFilter filter = query::selection_filter(sampled, selection, timer);
   std::string text;
-  uint64_t samples = options.format.format == "speedscope"
-                         ? report::write_speedscope(source.sampled->samples, filter, text)
-                         : report::write_collapsed(source.sampled->samples, filter, text);
-  if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(source.timer));
+  uint64_t samples = options.format.format == "speedscope" ? report::write_speedscope(sampled.samples, filter, text)
+                                                           : report::write_collapsed(sampled.samples, filter, text);
+  if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
 Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
   const bool stacks = options.format.format == "collapsed" || options.format.format == "speedscope";
-  SPROF_TRY(QuerySource source, load_query_source(options));
-  if (stacks && !source.sampled) {
+  SPROF_TRY(std::unique_ptr<query::StatsSource> source, open_query_source(options));
+  if (stacks && source->sampled() == nullptr) {
     return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "
                       "stats files", options.format.format, options.profile.profile_dir);
   }
-  const store::ProfileIndex& index = source.index();
+  const store::ProfileIndex& index = source->index();
   SPROF_TRY(query::NodeSelection node, query::cprofile_records_of_node(index, options.node));
   query::Selection selection = spec.select(node.records);
   if (selection.empty()) {
-    spdlog::warn("no {} of node {} match: {}", source.what(), node.node_id, spec.description);
+    spdlog::warn("no {} of node {} match: {}", source->what(), node.node_id, spec.description);
     // Old-format dirs carry no mode: they read as `global`, which the default mode misses.
     bool has_old = false;
     for (const auto* r : node.records) has_old |= r->name.format == store::NameFormat::old;
@@ -257,13 +214,13 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
                    options.profile.profile_dir);
     }
   }
-  SPROF_TRY(query::Aggregate aggregate, aggregate_selection(source, selection, options));
+  SPROF_TRY(query::Aggregate aggregate, source->aggregate(selection));
 
   if (!options.output.empty()) {
     SPROF_TRY_STATUS(write_aggregate(options.output, aggregate));
     if (!options.format.given()) return 0;
   }
-  if (stacks) return print_selection_stacks(source, selection, options);
+  if (stacks) return print_selection_stacks(*source, selection, options);
 
   switch (options.format.resolved()) {
     case OutputFormat::json: {
@@ -271,8 +228,7 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
       doc["profile_dir"] = options.profile.profile_dir;
       doc["node_id"] = node.node_id;
       doc["query"] = spec.query;
-      doc["source"] = source.sampled ? "samples" : "stats";
-      if (source.sampled) doc["python_timer"] = std::string(intervals::to_string(source.timer));
+      append_source_json(doc, *source);
       doc["warnings"] = problems_json(index.problems);
       append_aggregate_json(doc, aggregate, options);
       print_json(doc);
@@ -285,10 +241,10 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
     }
     case OutputFormat::table: {
       std::string text = fmt::format("Node {}: {} of {} {} match {}{}\n", node.node_id, aggregate.used.size(),
-                                     node.records.size(), source.what(), spec.description,
-                                     source.sampled ? fmt::format(" (from the raw samples, {})",
-                                                                  intervals::to_string(source.timer))
-                                                    : "");
+                                     node.records.size(), source->what(), spec.description,
+                                     source->timer() ? fmt::format(" (from the raw samples, {})",
+                                                                   intervals::to_string(*source->timer()))
+                                                     : "");
       if (!aggregate.used.empty()) text += "\n" + aggregate_table(aggregate, options);
       std::fwrite(text.data(), 1, text.size(), stdout);
       break;

@@ -4,6 +4,7 @@
 // loading with warnings, the JSON/CSV shape of a stats record and of an aggregate.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,9 +13,9 @@
 
 #include "function_table.hpp"
 #include "output_format.hpp"
-#include "sprof/interval_query.hpp"
 #include "sprof/profile.hpp"
 #include "sprof/query.hpp"
+#include "sprof/stats_source.hpp"
 
 namespace sprof::cli {
 
@@ -51,24 +52,10 @@ struct QueryOptions {
 // stack_formats: the command also prints -f collapsed|speedscope (run_selection_command does).
 void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats = false);
 
-// What a query reads: the stats files of a directory (smdebug's way), or, for a sprof profile
-// root (sprof.json + samples/), one record per interval of its step timeline, aggregated from
-// the raw samples, so that every step can be answered whatever stats directories exist.
-struct QuerySource {
-  store::ProfileIndex files;
-  std::optional<intervals::SampledProfile> sampled;
-  intervals::PythonTimer timer = intervals::PythonTimer::total_time;  // sampled only
-
-  const store::ProfileIndex& index() const { return sampled ? sampled->index : files; }
-  std::string what() const;  // "stats files" | "intervals"
-};
-Result<QuerySource> load_query_source(const QueryOptions& options);
-
-// Aggregates a selection; unreadable files are warned about and skipped (errors with
-// --strict), and a selection none of whose files can be read is an error. From the samples
-// for a sampled source.
-Result<query::Aggregate> aggregate_selection(const QuerySource& source, const query::Selection& selection,
-                                             const QueryOptions& options);
+// The source --source and --python-timer choose (query::open_stats_source).
+Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options);
+// "source" and, for raw samples, "python_timer", as JSON keys appended to `into`.
+void append_source_json(Json& into, const query::StatsSource& source);
 
 // The aggregate as JSON keys appended to `into`: stats, skipped, totals, functions.
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,

@@ -46,6 +46,7 @@
 namespace sprof::intervals {
 
 inline constexpr const char* kSampledProfilerDir = "pyinstrument";
+inline constexpr const char* kManifestSection = "interval_stats";  // record's sprof.json section
 
 // smdebug's cProfile timers, as a choice of samples: every sample (wall time), on-CPU samples
 // only, or idle ones only (off-CPU: sleeping, waiting on I/O or a lock).

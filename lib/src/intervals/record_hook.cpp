@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "sprof/interval_query.hpp"
 #include "sprof/profile_samples.hpp"
 
 namespace sprof::intervals {

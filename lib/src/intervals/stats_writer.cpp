@@ -11,7 +11,6 @@
 #include <spdlog/spdlog.h>
 
 #include "intervals/stats_builder.hpp"
-#include "sprof/interval_query.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/profile.hpp"
 #include "store/file_bytes.hpp"

@@ -1,4 +1,4 @@
-#include "sprof/interval_query.hpp"
+#include "sprof/sampled_profile.hpp"
 
 #include <algorithm>
 #include <map>
@@ -10,13 +10,13 @@
 #include "intervals/stats_builder.hpp"
 #include "sprof/layout.hpp"
 
-namespace sprof::intervals {
+namespace sprof::query {
+
+using intervals::IntervalStats;
+using intervals::StatsBuilder;
+using intervals::TimeSpan;
 
 namespace fs = std::filesystem;
-
-bool is_sprof_profile(const fs::path& dir) {
-  return store::detect(dir).raw_samples();
-}
 
 const ProcessInterval& SampledProfile::interval_of(const store::StatsRecord& record) const {
   return intervals.at(static_cast<size_t>(&record - index.records.data()));
@@ -26,10 +26,10 @@ namespace {
 
 std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) {
   for (const auto& [key, text] : manifest.extra) {
-    if (key != kManifestSection) continue;
+    if (key != intervals::kManifestSection) continue;
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_object() && j.contains("timer") && j["timer"].is_string()) {
-      return parse_python_timer(j["timer"].get<std::string>());
+      return intervals::parse_python_timer(j["timer"].get<std::string>());
     }
   }
   return std::nullopt;
@@ -40,7 +40,7 @@ std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) 
 Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline::StepTimeline& timeline) {
   SampledProfile out;
   SPROF_TRY(out.samples, store::load_profile_samples(dir));
-  SPROF_TRY(out.intervals, plan_intervals(out.samples, timeline));
+  SPROF_TRY(out.intervals, intervals::plan_intervals(out.samples, timeline));
   if (out.samples.manifest) out.recorded_timer = timer_from_manifest(*out.samples.manifest);
   out.index.dir = dir;
   out.index.level = store::ProfileLevel::root;
@@ -58,9 +58,9 @@ Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline:
   return out;
 }
 
-query::Aggregate aggregate_samples(const SampledProfile& profile, const query::Selection& records,
+Aggregate aggregate_samples(const SampledProfile& profile, const Selection& records,
                                    PythonTimer timer) {
-  query::Aggregate out;
+  Aggregate out;
   std::map<size_t, std::unique_ptr<StatsBuilder>> builders;
   for (const store::StatsRecord* record : records) {
     const ProcessInterval& interval = profile.interval_of(*record);
@@ -76,12 +76,12 @@ query::Aggregate aggregate_samples(const SampledProfile& profile, const query::S
   return out;
 }
 
-report::SampleFilter selection_filter(const SampledProfile& profile, const query::Selection& records,
+SampleFilter selection_filter(const SampledProfile& profile, const Selection& records,
                                       PythonTimer timer) {
-  report::SampleFilter filter;
+  SampleFilter filter;
   filter.include_idle = timer != PythonTimer::cpu_time;
   filter.idle_only = timer == PythonTimer::off_cpu_time;
-  std::vector<report::SampleWindow> windows;
+  std::vector<SampleWindow> windows;
   for (const store::StatsRecord* record : records) {
     const ProcessInterval& interval = profile.interval_of(*record);
     for (const TimeSpan& span : interval.spans) windows.push_back({interval.pid, span.begin_ns, span.end_ns});
@@ -93,4 +93,4 @@ report::SampleFilter selection_filter(const SampledProfile& profile, const query
   return filter;
 }
 
-}  // namespace sprof::intervals
+}  // namespace sprof::query

@@ -13,15 +13,13 @@
 #include "sprof/profile.hpp"
 #include "sprof/query.hpp"
 #include "sprof/result.hpp"
-#include "sprof/sample_report.hpp"
+#include "sprof/sample_filter.hpp"
+#include "sprof/step_timeline.hpp"
 
-namespace sprof::intervals {
+namespace sprof::query {
 
-inline constexpr const char* kManifestSection = "interval_stats";  // record's sprof.json section
-
-// A sprof profile root: sprof.json and samples/ (a profile whose stats alone were copied, or an
-// smdebug directory, is read from its stats files instead).
-bool is_sprof_profile(const std::filesystem::path& dir);
+using intervals::ProcessInterval;
+using intervals::PythonTimer;
 
 struct SampledProfile {
   store::ProfileSamples samples;
@@ -39,14 +37,14 @@ struct SampledProfile {
 Result<SampledProfile> load_sampled_profile(const std::filesystem::path& dir,
                                             const timeline::StepTimeline& timeline);
 
-// query::aggregate over the samples: `used` lists the records whose intervals kept samples
+// aggregate() over the samples: `used` lists the records whose intervals kept samples
 // (the ones that have a python_stats file when written with this timer).
-query::Aggregate aggregate_samples(const SampledProfile& profile, const query::Selection& records,
+Aggregate aggregate_samples(const SampledProfile& profile, const Selection& records,
                                    PythonTimer timer);
 
 // The filter that keeps exactly the samples of the selected intervals that `timer` keeps, for
 // report::write_collapsed / write_speedscope.
-report::SampleFilter selection_filter(const SampledProfile& profile, const query::Selection& records,
+SampleFilter selection_filter(const SampledProfile& profile, const Selection& records,
                                       PythonTimer timer);
 
-}  // namespace sprof::intervals
+}  // namespace sprof::query

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "sprof/sample_report.hpp"
+#include "sprof/sample_filter.hpp"
 
-namespace sprof::report {
+namespace sprof::query {
 
 bool SampleFilter::keeps_process(int32_t process_pid) const {
   if (pid && process_pid != *pid) return false;
@@ -23,4 +23,4 @@ void for_each_window_sample(const SampleFilter& filter, const store::SampleLog& 
   }
 }
 
-}  // namespace sprof::report
+}  // namespace sprof::query

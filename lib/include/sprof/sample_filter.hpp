@@ -1,0 +1,48 @@
+#pragma once
+// Which raw samples a view reads: idle or on-CPU, holding the GIL, one process, time windows
+// (the intervals a query selected). Used by the sample views (sample_report.hpp) and by the
+// raw-samples source of queries (sampled_profile.hpp).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "sprof/sample_log.hpp"
+
+namespace sprof::query {
+
+// A time range of one process's samples: begin_ns <= time_ns < end_ns.
+struct SampleWindow {
+  int32_t pid = 0;
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// py-spy's meanings: idle samples are left out unless include_idle; gil_only keeps only the
+// samples of threads holding the GIL. Samples without Python frames are always left out.
+struct SampleFilter {
+  bool include_idle = false;
+  bool idle_only = false;  // only idle samples (off-CPU time)
+  bool gil_only = false;
+  std::optional<int32_t> pid;
+  // Only samples inside these windows (sorted by pid, then begin; disjoint). Unset: all.
+  std::optional<std::vector<SampleWindow>> windows;
+
+  bool keeps(const store::SampleRecord& r) const {
+    if (r.stack == 0) return false;
+    if (!include_idle && r.idle()) return false;
+    if (idle_only && !r.idle()) return false;
+    if (gil_only && !r.gil()) return false;
+    return true;
+  }
+  // Whether any of this process's samples can be kept (its pid and windows).
+  bool keeps_process(int32_t process_pid) const;
+};
+
+// Calls fn, in time order, for the samples of `log` inside the filter's windows (all of them
+// without windows); fn still applies keeps().
+void for_each_window_sample(const SampleFilter& filter, const store::SampleLog& log,
+                            const std::function<void(const store::SampleRecord&)>& fn);
+
+}  // namespace sprof::query

@@ -1,0 +1,135 @@
+#include "sprof/stats_source.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "sprof/layout.hpp"
+#include "sprof/step_timeline.hpp"
+
+namespace sprof::query {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(SourceKind kind) { return kind == SourceKind::samples ? "samples" : "stats"; }
+
+std::optional<SourceKind> parse_source_kind(std::string_view text) {
+  if (text == "samples") return SourceKind::samples;
+  if (text == "stats") return SourceKind::stats;
+  return std::nullopt;
+}
+
+Result<store::ProfileIndex> load_stats_index(const fs::path& dir, bool strict) {
+  store::DiscoverOptions discover;
+  discover.strict = strict;
+  SPROF_TRY(store::ProfileIndex index, store::discover_profile(dir, discover));
+  for (const store::Problem& problem : index.problems) spdlog::warn("{} (skipped)", problem.message);
+  spdlog::debug("{}: read as a {}; {} stats files", dir.string(), store::to_string(index.level),
+                index.records.size());
+  return index;
+}
+
+namespace {
+
+class StatsFilesSource final : public StatsSource {
+ public:
+  StatsFilesSource(store::ProfileIndex index, bool strict) : index_(std::move(index)), strict_(strict) {}
+  SourceKind kind() const override { return SourceKind::stats; }
+  const store::ProfileIndex& index() const override { return index_; }
+  std::string_view what() const override { return "cProfile stats files"; }
+
+  Result<Aggregate> aggregate(const Selection& selection) const override {
+    AggregateOptions options;
+    options.strict = strict_;
+    SPROF_TRY(Aggregate aggregate, query::aggregate(selection, options));
+    for (const store::Problem& p : aggregate.unreadable) spdlog::warn("{} (skipped)", p.message);
+    if (!selection.empty() && aggregate.used.empty()) {
+      return make_error(ErrorKind::bad_input, "none of the {} selected stats files could be read; first: {}",
+                        selection.size(), aggregate.unreadable.front().message);
+    }
+    return aggregate;
+  }
+
+ private:
+  store::ProfileIndex index_;
+  bool strict_ = false;
+};
+
+class SamplesSource final : public StatsSource {
+ public:
+  SamplesSource(SampledProfile profile, PythonTimer timer) : profile_(std::move(profile)), timer_(timer) {}
+  SourceKind kind() const override { return SourceKind::samples; }
+  const store::ProfileIndex& index() const override { return profile_.index; }
+  std::string_view what() const override { return "intervals"; }
+  Result<Aggregate> aggregate(const Selection& selection) const override {
+    return aggregate_samples(profile_, selection, timer_);
+  }
+  const SampledProfile* sampled() const override { return &profile_; }
+  std::optional<PythonTimer> timer() const override { return timer_; }
+
+ private:
+  SampledProfile profile_;
+  PythonTimer timer_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StatsSource>> open_stats_source(const fs::path& dir, const SourceOptions& options) {
+  const bool raw_samples = store::detect(dir).raw_samples();
+  if (options.kind == SourceKind::samples && !raw_samples) {
+    return make_error(ErrorKind::usage,
+                      "--source samples: {} is not a sprof profile root (it needs sprof.json and samples/)",
+                      dir.string());
+  }
+  if (raw_samples && options.kind != SourceKind::stats) {
+    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(dir));
+    SPROF_TRY(SampledProfile sampled, load_sampled_profile(dir, timeline));
+    if (sampled.index.records.empty()) {
+      return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir.string());
+    }
+    PythonTimer timer = options.timer.value_or(sampled.recorded_timer.value_or(PythonTimer::total_time));
+    spdlog::debug("{}: answering from the raw samples: {} intervals, timer {}", dir.string(),
+                  sampled.index.records.size(), intervals::to_string(timer));
+    return std::unique_ptr<StatsSource>(std::make_unique<SamplesSource>(std::move(sampled), timer));
+  }
+  if (options.timer) {
+    return make_error(ErrorKind::usage,
+                      "--python-timer applies to answers from raw samples; {} is answered from its stats files",
+                      dir.string());
+  }
+  SPROF_TRY(store::ProfileIndex index, load_stats_index(dir, options.strict));
+  return std::unique_ptr<StatsSource>(std::make_unique<StatsFilesSource>(std::move(index), options.strict));
+}
+
+Result<std::vector<PhaseAggregate>> aggregate_phases(const StatsSource& source,
+                                                     const std::vector<TrainingPhase>& phases,
+                                                     PhaseGrouping grouping, Compat compat,
+                                                     const std::vector<std::string>& wanted) {
+  auto is_wanted = [&](const std::string& name) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+  };
+  std::vector<PhaseAggregate> out;
+  if (grouping == PhaseGrouping::training_phase) {
+    for (const TrainingPhase& phase : phases) {
+      if (!is_wanted(phase.name())) continue;
+      PhaseAggregate r{phase.name(), {phase.name()}, &phase, {}};
+      SPROF_TRY(r.aggregate, source.aggregate(phase.records));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+  for (const JobPhaseGroup& group : job_phases(phases, compat)) {
+    std::string name(to_string(group.phase));
+    if (!is_wanted(name)) continue;
+    PhaseAggregate r{name, {}, nullptr, {}};
+    for (const TrainingPhase& part : group.parts) {
+      SPROF_TRY(Aggregate aggregate, source.aggregate(part.records));
+      r.aggregate.add(aggregate);
+      r.parts.push_back(part.name());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace sprof::query
