@@ -10,7 +10,7 @@ add_custom_command(
   DEPENDS ${SPROF_BOOTSTRAP_PYTHON_FILES} ${CMAKE_CURRENT_SOURCE_DIR}/src/bootstrap/embed_python.cmake
   COMMENT "Embedding the bootstrap's Python files"
   VERBATIM)
-target_sources(sprof PRIVATE ${SPROF_BOOTSTRAP_EMBEDDED})
+target_sources(sprof_stage_bootstrap PRIVATE ${SPROF_BOOTSTRAP_EMBEDDED})
 
 # `import sprof` outside `sprof record` (a no-op there) needs the package on the interpreter's
 # path: Debian's python3 reads <prefix>/lib/python3/dist-packages for prefix /usr and

@@ -1,0 +1,39 @@
+# The stages of libsprof, in the order data flows through them, each with the stages it may use
+# and the public headers (lib/include/sprof/<name>.hpp) it owns. This list is the layering:
+#
+#   - each stage is an object library compiled against an include tree of its own
+#     (build/lib/stages/<stage>/) that holds only its own and its dependencies' headers
+#     (public: sprof/<name>.hpp; private: <stage>/<name>.hpp), so an #include that reaches a
+#     later stage does not compile;
+#   - a stage may name only stages declared before it, so no stage depends on one after it;
+#   - every public header must belong to a stage (configure fails otherwise).
+#
+# Dependencies are transitive: a stage sees what its dependencies see.
+# tests/layering checks the trees: every stage compiles its allowed headers and none other.
+
+sprof_stage(common
+  HEADERS exit_codes modes result version)
+sprof_stage(pyframes DEPS common
+  HEADERS pyframes)
+sprof_stage(store DEPS common
+  HEADERS layout manifest markers profile profile_samples pstats sample_log stats_dir
+          system_metrics trace_events trace_writer)
+sprof_stage(timeline DEPS store
+  HEADERS step_timeline step_inference step_trace)
+sprof_stage(window DEPS store timeline
+  HEADERS profiling_window)
+sprof_stage(sampler DEPS pyframes store)
+sprof_stage(launch DEPS pyframes sampler store
+  HEADERS record)
+sprof_stage(bootstrap DEPS launch store timeline window
+  HEADERS bootstrap step_hook)
+sprof_stage(sysmon DEPS launch store
+  HEADERS sysmon sysmon_hook)
+sprof_stage(intervals DEPS launch store timeline
+  HEADERS interval_stats interval_stats_hook)
+sprof_stage(query DEPS intervals store timeline
+  HEADERS query sample_filter sampled_profile stats_source)
+sprof_stage(rules DEPS store
+  HEADERS rules)
+sprof_stage(report DEPS query rules store timeline
+  HEADERS analyze sample_report)
