@@ -37,3 +37,5 @@ sprof_stage(rules DEPS store
   HEADERS rules)
 sprof_stage(report DEPS query rules store timeline
   HEADERS analyze sample_report)
+sprof_stage(render DEPS report query rules store
+  HEADERS analyze_render pstats_table rules_render text_table)

@@ -1,17 +1,13 @@
 // sprof analyze DIR: one page about a training job (job, phases, steps, functions, system usage, rules).
 
-#include <algorithm>
-#include <cmath>
-#include <ctime>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "fail_on.hpp"
-#include "sprof/analyze.hpp"
+#include "sprof/analyze_render.hpp"
 #include "sprof/exit_codes.hpp"
-#include "text_table.hpp"
+#include "output_format.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -27,266 +23,6 @@ struct AnalyzeCommandOptions {
   size_t slowest = 3;
 };
 
-std::string shorten(const std::string& text, size_t max) {
-  if (text.size() <= max) return text;
-  return "..." + text.substr(text.size() - (max - 3));
-}
-
-std::string utc(int64_t epoch_us) {
-  std::time_t t = static_cast<std::time_t>(epoch_us / 1000000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return fmt::format("{}.{:03d} UTC", buf, static_cast<int>((epoch_us % 1000000) / 1000));
-}
-
-std::string seconds_text(double s) { return fmt::format("{:.3f} s", s); }
-
-std::string function_text(const report::FunctionTime& f) {
-  return fmt::format("{} ({}:{})", f.name, shorten(f.file, 50), f.first_line);
-}
-
-std::string value_text(double v, const std::string& unit) {
-  if (unit == "B" || unit == "B/s") {
-    static const char* prefixes[] = {"", "Ki", "Mi", "Gi", "Ti"};
-    int i = 0;
-    double x = v;
-    while (std::fabs(x) >= 1024 && i < 4) {
-      x /= 1024;
-      ++i;
-    }
-    return fmt::format("{:.1f} {}{}", x, prefixes[i], unit);
-  }
-  if (unit.rfind("%", 0) == 0) return fmt::format("{:.1f}%", v);
-  if (unit.empty() && v == std::floor(v)) return fmt::format("{:.0f}", v);
-  return fmt::format("{:.1f}{}", v, unit.empty() ? "" : " " + unit);
-}
-
-const char* status_color(rules::RuleStatus status) {
-  switch (status) {
-    case rules::RuleStatus::issues_found: return "31";
-    case rules::RuleStatus::no_issues_found: return "32";
-    case rules::RuleStatus::no_data: return "2";
-  }
-  return "";
-}
-
-void heading(std::string& out, bool color, const std::string& title) {
-  out += color ? fmt::format("\n\x1b[1m{}\x1b[0m\n", title) : fmt::format("\n{}\n", title);
-}
-
-std::string indent(const std::string& block) {
-  std::string out;
-  size_t start = 0;
-  while (start < block.size()) {
-    size_t end = block.find('\n', start);
-    if (end == std::string::npos) end = block.size();
-    out += "  " + block.substr(start, end - start) + "\n";
-    start = end + 1;
-  }
-  return out;
-}
-
-void render_job(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
-  const auto& job = r.job;
-  heading(out, color, "JOB");
-  TextTable facts({"", ""});
-  if (!job.has_manifest) facts.add_row({{"source", ""}, {"smdebug-style directory (no sprof.json)", ""}});
-  if (!job.command.empty()) facts.add_row({{"command", ""}, {fmt::format("{}", fmt::join(job.command, " ")), ""}});
-  if (!job.state.empty()) {
-    std::string state = job.state;
-    if (job.exit_status) state += fmt::format(", exit status {}", *job.exit_status);
-    facts.add_row({{"state", ""}, {state, ""}});
-  }
-  if (job.end_us > job.start_us) {
-    facts.add_row({{"duration", ""},
-                   {fmt::format("{} ({} to {})", seconds_text(job.duration_s()), utc(job.start_us), utc(job.end_us)),
-                    ""}});
-  } else {
-    facts.add_row({{"duration", ""}, {"unknown (no timestamps)", ""}});
-  }
-  facts.add_row({{"python", ""},
-                 {job.python_versions.empty() ? "unknown" : fmt::format("{}", fmt::join(job.python_versions, ", ")),
-                  ""}});
-  if (!job.nodes.empty()) facts.add_row({{"nodes", ""}, {fmt::format("{}", fmt::join(job.nodes, ", ")), ""}});
-  facts.add_row({{"processes", ""},
-                 {job.has_manifest ? std::to_string(job.processes.size()) : "unknown (no sprof.json)", ""}});
-  // sprof's own costs, each under its own name: shares of a core while sampling, CPU seconds after.
-  std::vector<std::string> during, after;
-  for (const auto& c : r.own_costs) {
-    if (c.after_sampling) {
-      after.push_back(fmt::format("{} {} CPU in {}", c.name, seconds_text(c.cpu_s), seconds_text(c.wall_s)));
-    } else {
-      during.push_back(fmt::format("{} {:.2f}%", c.name, 100.0 * c.core_share()));
-    }
-  }
-  if (!during.empty()) {
-    facts.add_row({{"sprof's cost", ""}, {fmt::format("{} of a core while sampling", fmt::join(during, ", ")), ""}});
-  }
-  if (!after.empty()) facts.add_row({{"", ""}, {fmt::format("after the job: {}", fmt::join(after, ", ")), ""}});
-  std::string table = facts.render(false, width);
-  out += indent(table.substr(table.find('\n') + 1));  // no header row
-  if (!job.processes.empty()) {
-    TextTable procs({"PID", "PPID", "PYTHON", "SAMPLES", "COMMAND"});
-    for (const auto& p : job.processes) {
-      std::string cmd = fmt::format("{}", fmt::join(p.cmdline, " "));
-      if (!p.error.empty()) cmd += "  [" + p.error + "]";
-      procs.add_row({{std::to_string(p.pid), ""},
-                     {std::to_string(p.ppid), ""},
-                     {p.python_version.empty() ? "-" : p.python_version, ""},
-                     {std::to_string(p.samples), ""},
-                     {cmd, ""}});
-    }
-    out += "\n" + indent(procs.render(color, width > 2 ? width - 2 : 0));
-  }
-}
-
-void render_phases(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
-  heading(out, color, "JOB PHASES");
-  if (r.phases.empty()) {
-    out += "  (" + r.phases_note + ")\n";
-    return;
-  }
-  TextTable t({"PHASE", "START", "DURATION", "SHARE", "TOP FUNCTIONS (self time)"});
-  for (const auto& p : r.phases) {
-    std::string top;
-    for (const auto& f : p.top) {
-      if (!top.empty()) top += ", ";
-      top += fmt::format("{} {:.2f}s", f.name, f.self_s);
-    }
-    if (top.empty()) top = r.has_samples ? "-" : "(no samples)";
-    t.add_row({{p.name, ""},
-               {fmt::format("+{:.3f} s", static_cast<double>(p.start_us - r.job.start_us) / 1e6), ""},
-               {seconds_text(p.seconds()), ""},
-               {fmt::format("{:.1f}%", 100.0 * p.share), ""},
-               {top, ""}});
-  }
-  out += indent(t.render(color, width > 2 ? width - 2 : 0));
-}
-
-void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
-  heading(out, color, fmt::format("STEP TIMES (outliers: duration > mean + {}·std, as StepOutlier)", r.outlier_stddev));
-  if (r.step_stats.empty()) {
-    out += "  (" + r.steps_note + ")\n";
-    return;
-  }
-  TextTable t({"NODE", "MODE", "COUNT", "MEAN", "P50", "P95", "MAX", "OUTLIERS"});
-  for (const auto& s : r.step_stats) {
-    std::string outliers = std::to_string(s.outlier_steps.size());
-    if (!s.outlier_steps.empty()) {
-      std::vector<std::string> shown(s.outlier_steps.begin(),
-                                     s.outlier_steps.begin() + std::min<size_t>(8, s.outlier_steps.size()));
-      outliers += fmt::format(" (step {}{})", fmt::join(shown, ", "), s.outlier_steps.size() > 8 ? ", ..." : "");
-    }
-    t.add_row({{s.node, ""},
-               {s.mode, ""},
-               {std::to_string(s.count), ""},
-               {seconds_text(s.mean), ""},
-               {seconds_text(s.p50), ""},
-               {seconds_text(s.p95), ""},
-               {seconds_text(s.max), ""},
-               {outliers, s.outlier_steps.empty() ? "" : "33"}});
-  }
-  out += indent(t.render(color, width > 2 ? width - 2 : 0));
-
-  heading(out, color,
-          r.has_samples ? "SLOWEST STEPS (wall clock: the step's process, idle samples included)" : "SLOWEST STEPS");
-  for (const auto& s : r.slowest_steps) {
-    out += fmt::format("  {} step {} ({}, pid {}): {} at +{:.3f} s{}\n", s.mode, s.step.empty() ? "?" : s.step, s.node,
-                       s.pid, seconds_text(s.seconds()), static_cast<double>(s.start_us - r.job.start_us) / 1e6,
-                       s.outlier ? "  [outlier]" : "");
-    if (!r.has_samples) continue;
-    if (s.top.empty()) {
-      out += "      (no samples of this process in the step)\n";
-      continue;
-    }
-    for (const auto& f : s.top) {
-      out += fmt::format("      {:>5.1f}%  {:>8.3f} s  {}\n", s.sampled_s > 0 ? 100.0 * f.self_s / s.sampled_s : 0.0,
-                         f.self_s, function_text(f));
-    }
-  }
-  if (!r.has_samples) out += "  (no samples: functions per step unknown)\n";
-}
-
-void render_functions(std::string& out, const report::AnalyzeReport& r, bool color, bool idle, size_t width) {
-  heading(out, color, fmt::format("TOP FUNCTIONS (self time, {})", idle ? "idle samples included" : "idle excluded"));
-  if (!r.has_samples || r.samples.top.empty()) {
-    out += "  (" + (r.samples_note.empty() ? std::string("no samples") : r.samples_note) + ")\n";
-    return;
-  }
-  out += fmt::format("  {} samples ({} kept, {:.2f} s) from {} process(es), {} thread(s)\n", r.samples.samples,
-                     r.samples.kept_samples, r.samples.kept_s, r.samples.processes, r.samples.threads);
-  TextTable t({"SELF%", "TOTAL%", "SELF", "FUNCTION (file:line)"});
-  for (const auto& f : r.samples.top) {
-    t.add_row({{fmt::format("{:.1f}%", 100.0 * f.self_s / r.samples.kept_s), ""},
-               {fmt::format("{:.1f}%", 100.0 * f.total_s / r.samples.kept_s), ""},
-               {seconds_text(f.self_s), ""},
-               {function_text(f), ""}});
-  }
-  out += indent(t.render(color, width > 2 ? width - 2 : 0));
-}
-
-void render_system(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
-  std::string title = "SYSTEM USAGE";
-  if (r.system_interval_ms) {
-    title += fmt::format(" (every {} ms", *r.system_interval_ms);
-    if (r.sysmon_cpu_share) title += fmt::format("; the monitor used {:.2f}% of a core", 100.0 * *r.sysmon_cpu_share);
-    title += ")";
-  }
-  heading(out, color, title);
-  if (r.system.empty()) {
-    out += "  (" + r.system_note + ")\n";
-    return;
-  }
-  for (const auto& c : r.system_coverage) {
-    double from = c.first_s - static_cast<double>(r.job.start_us) / 1e6;
-    double to = c.last_s - static_cast<double>(r.job.start_us) / 1e6;
-    out += fmt::format("  {}: {} ticks from +{:.1f} s to +{:.1f} s, every {:.3f} s\n", c.node, c.ticks, from, to,
-                       c.interval_s);
-  }
-  TextTable t({"NODE", "METRIC", "MEAN", "P50", "P95", "MAX", "MIN"});
-  for (const auto& m : r.system) {
-    t.add_row({{m.node, ""},
-               {m.metric, ""},
-               {value_text(m.mean, m.unit), ""},
-               {value_text(m.p50, m.unit), ""},
-               {value_text(m.p95, m.unit), ""},
-               {value_text(m.max, m.unit), ""},
-               {value_text(m.min, m.unit), ""}});
-  }
-  out += indent(t.render(color, width > 2 ? width - 2 : 0));
-}
-
-void render_rules(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
-  heading(out, color, "RULES (sprof rules DIR for details)");
-  TextTable t({"RULE", "STATUS", "TRIGGERED", "DATAPOINTS", "EVIDENCE"});
-  for (const auto& rr : r.rules) {
-    t.add_row({{rr.rule, ""},
-               {rules::to_string(rr.status), status_color(rr.status)},
-               {std::to_string(rr.triggered), ""},
-               {std::to_string(rr.datapoints), ""},
-               {rr.evidence, ""}});
-  }
-  out += indent(t.render(color, width > 2 ? width - 2 : 0));
-  for (const auto& rr : r.rules) {
-    if (rr.status != rules::RuleStatus::issues_found || rr.rule == "ProfilerReport") continue;
-    out += fmt::format("  {}: {}\n", rr.rule, rr.recommendation);
-  }
-}
-
-std::string render_page(const report::AnalyzeReport& r, const AnalyzeCommandOptions& options, bool color,
-                        size_t width) {
-  std::string out = fmt::format("sprof analyze {}\n", r.dir.string());
-  render_job(out, r, color, width);
-  render_phases(out, r, color, width);
-  render_steps(out, r, color, width);
-  render_functions(out, r, color, options.idle, width);
-  render_system(out, r, color, width);
-  render_rules(out, r, color, width);
-  return out;
-}
-
 Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
   report::AnalyzeOptions analyze_options;
@@ -298,9 +34,10 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
   for (const auto& w : report.warnings) spdlog::warn("{}", w);
   if (options.json || options.format == "json") {
-    fmt::print("{}", report::analyze_json(report));
+    fmt::print("{}", render::analyze_json(report));
   } else {
-    fmt::print("{}", render_page(report, options, global_options().color_enabled, terminal_width()));
+    render::TextStyle style{global_options().color_enabled, terminal_width()};
+    fmt::print("{}", render::analyze_text(report, style));
   }
   std::fflush(stdout);
   return fail_on_exit_code(report.rules, fail_on, options.fail_on);

@@ -81,7 +81,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
         text += aggregate_csv(results[i].aggregate, options.query, {"phase"}, {results[i].name},
                               i == 0);
       }
-      if (results.empty()) text = csv_line({"phase"});
+      if (results.empty()) text = render::csv_line({"phase"});
       break;
     case OutputFormat::table:
       text = fmt::format("Node {}: {} {}\n", node.node_id, results.size(),

@@ -1,18 +1,13 @@
 #pragma once
-// Printing an aggregated pstats table: sorting as pstats.Stats.sort_stats does, the
-// print_stats text layout, and the JSON/CSV forms of the same rows.
+// The --sort and --limit flags of the commands that print a pstats table (render/pstats_table).
 
 #include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "output_format.hpp"
-#include "sprof/pstats.hpp"
+#include "sprof/pstats_table.hpp"
 
 namespace sprof::cli {
-
-enum class SortKey { tottime, cumtime, ncalls, pcalls };
 
 struct FunctionTableOptions {
   std::string sort = "cumtime";
@@ -21,36 +16,5 @@ struct FunctionTableOptions {
 
 // Adds --sort tottime|cumtime|ncalls|pcalls and -l/--limit N.
 void add_function_table_options(CLI::App* app, FunctionTableOptions& options);
-SortKey parse_sort_key(const std::string& text);
-// pstats' description of the order, for the "Ordered by:" line.
-std::string sort_description(SortKey key);
-
-using FunctionEntry = store::StatsTable::Entry;
-
-// Entries sorted descending by the key; ties keep table (first-seen) order, as pstats'
-// stable sort does. limit 0 keeps all.
-std::vector<const FunctionEntry*> sorted_functions(const store::StatsTable& table, SortKey key,
-                                                   size_t limit);
-
-// pstats.func_std_string: "file:line(name)", or "{name}" / "name" for built-ins ("~", 0, ...).
-std::string func_std_string(const store::FunctionKey& key);
-
-struct StatsTotals {
-  int64_t total_calls = 0;
-  int64_t primitive_calls = 0;
-  double total_tt = 0.0;
-};
-
-// pstats.Stats.print_stats: the totals line, "Ordered by", the reduction note and the
-// ncalls/tottime/percall/cumtime/percall rows.
-std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
-                                  size_t function_count, const StatsTotals& totals, SortKey key);
-
-// [{file, line, function, label, ncalls, pcalls, tottime, cumtime, tottime_percall,
-//   cumtime_percall, callers: [{file, line, function, label, ncalls, pcalls, tottime, cumtime}]}]
-Json functions_json(const std::vector<const FunctionEntry*>& rows);
-
-std::vector<std::string> function_csv_header();
-std::vector<std::string> function_csv_fields(const FunctionEntry& entry);
 
 }  // namespace sprof::cli

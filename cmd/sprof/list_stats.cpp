@@ -43,15 +43,15 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
       return 0;
     }
     case OutputFormat::csv:
-      text = csv_line(record_csv_header());
-      for (const auto* r : rows) text += csv_line(record_csv_fields(*r));
+      text = render::csv_line(record_csv_header());
+      for (const auto* r : rows) text += render::csv_line(record_csv_fields(*r));
       break;
     case OutputFormat::table: {
-      TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
+      render::TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
                        "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
                        "END_PHASE", "PATH"});
       for (const auto* r : rows) {
-        std::vector<TableCell> cells;
+        std::vector<render::TableCell> cells;
         for (std::string text :
              {r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
               float_text(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
@@ -59,7 +59,7 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
               std::string(sprof::to_string(r->name.end.mode)),
               std::string(sprof::to_string(r->name.start.phase)),
               std::string(sprof::to_string(r->name.end.phase)), r->path.string()}) {
-          cells.push_back(TableCell{std::move(text), ""});
+          cells.push_back(render::TableCell{std::move(text), ""});
         }
         table.add_row(std::move(cells));
       }

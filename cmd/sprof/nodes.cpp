@@ -58,16 +58,16 @@ Result<int> run_nodes(const NodesOptions& options) {
       return 0;
     }
     case OutputFormat::csv:
-      text = csv_line({"node_id", "cprofile_stats", "pyinstrument_stats",
+      text = render::csv_line({"node_id", "cprofile_stats", "pyinstrument_stats",
                        "first_start_time_since_epoch_in_micros",
                        "last_end_time_since_epoch_in_micros"});
       for (const auto& [id, s] : nodes) {
-        text += csv_line({id, std::to_string(s.cprofile), std::to_string(s.pyinstrument),
+        text += render::csv_line({id, std::to_string(s.cprofile), std::to_string(s.pyinstrument),
                           float_text(s.first_start_us), float_text(s.last_end_us)});
       }
       break;
     case OutputFormat::table: {
-      TextTable table({"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"});
+      render::TextTable table({"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"});
       for (const auto& [id, s] : nodes) {
         table.add_row({{id, ""},
                        {std::to_string(s.cprofile), ""},

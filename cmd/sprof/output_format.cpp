@@ -1,5 +1,8 @@
 #include "output_format.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "sprof/stats_dir.hpp"
@@ -48,5 +51,12 @@ void print_json(const Json& document) {
 }
 
 std::string float_text(double value) { return store::python_float_repr(value); }
+
+size_t terminal_width() {
+  if (isatty(STDOUT_FILENO) == 0) return 0;
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 0;
+}
 
 }  // namespace sprof::cli

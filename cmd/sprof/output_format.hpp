@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprof/result.hpp"
-#include "text_table.hpp"
+#include "sprof/text_table.hpp"
 
 namespace sprof::cli {
 
@@ -39,6 +39,9 @@ struct FormatOptions {
 void add_format_options(CLI::App* app, FormatOptions& options, const std::vector<std::string>& extra = {});
 
 // {"schema_version": 1, "sprof_version": "...", "command": command}; callers append keys.
+// Columns of the terminal on stdout, 0 when stdout is not a terminal.
+size_t terminal_width();
+
 Json json_document(std::string_view command);
 // Writes the document to stdout, indented, with a final newline.
 void print_json(const Json& document);

@@ -1,18 +1,16 @@
 // sprof rules DIR: SageMaker Debugger's built-in profiler rules over a profile directory.
 
-#include <algorithm>
 #include <chrono>
-#include <cctype>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "fail_on.hpp"
 #include "sprof/exit_codes.hpp"
+#include "output_format.hpp"
 #include "sprof/rules.hpp"
-#include "text_table.hpp"
+#include "sprof/rules_render.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -29,74 +27,9 @@ struct RulesCommandOptions {
   bool list = false;
 };
 
-const char* status_color(rules::RuleStatus status) {
-  switch (status) {
-    case rules::RuleStatus::issues_found: return "31";
-    case rules::RuleStatus::no_issues_found: return "32";
-    case rules::RuleStatus::no_data: return "2";
-  }
-  return "";
-}
-
-std::string render_table(const std::vector<rules::RuleResult>& results, bool color) {
-  TextTable table({"RULE", "STATUS", "TRIGGERED", "DATAPOINTS", "EVIDENCE", "RECOMMENDATION"});
-  for (const auto& r : results) {
-    table.add_row({{r.rule, ""},
-                   {rules::to_string(r.status), status_color(r.status)},
-                   {std::to_string(r.triggered), ""},
-                   {std::to_string(r.datapoints), ""},
-                   {r.evidence, ""},
-                   {r.status == rules::RuleStatus::issues_found ? r.recommendation : "-", ""}});
-  }
-  return table.render(color, terminal_width());
-}
-
-std::string render_json(const std::vector<rules::RuleResult>& results, const RulesCommandOptions& options) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  out["profile"] = options.profile_dir;
-  out["compat"] = options.compat.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(options.compat);
-  out["rules"] = nlohmann::ordered_json::array();
-  for (const auto& r : results) {
-    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
-    entry["rule"] = r.rule;
-    entry["status"] = rules::to_string(r.status);
-    entry["RuleTriggered"] = r.triggered;
-    entry["Violations"] = r.violations;
-    entry["Details"] = nlohmann::ordered_json::parse(r.details_json, nullptr, false);
-    entry["Datapoints"] = r.datapoints;
-    entry["RuleParameters"] = r.rule_parameters;
-    entry["evidence"] = r.evidence;
-    entry["recommendation"] = r.recommendation;
-    out["rules"].push_back(std::move(entry));
-  }
-  return out.dump(2) + "\n";
-}
-
-std::string render_csv(const std::vector<rules::RuleResult>& results) {
-  std::string out = csv_line({"rule", "status", "triggered", "violations", "datapoints", "evidence",
-                              "recommendation", "rule_parameters"});
-  for (const auto& r : results) {
-    out += csv_line({r.rule, rules::to_string(r.status), std::to_string(r.triggered), std::to_string(r.violations),
-                     std::to_string(r.datapoints), r.evidence, r.recommendation, r.rule_parameters});
-  }
-  return out;
-}
-
-std::string render_catalog() {
-  std::string out;
-  for (const auto& info : rules::rule_catalog()) {
-    out += fmt::format("{}\n  {}\n", info.name, info.description);
-    for (const auto& p : info.params) {
-      out += fmt::format("  {}_{}={}  {}\n", info.name, p.name, p.default_value, p.description);
-    }
-    if (!info.overridable && info.name != "ProfilerReport") out += "  (parameters cannot be overridden)\n";
-  }
-  return out;
-}
-
 Result<int> run_rules_command(const RulesCommandOptions& options) {
   if (options.list) {
-    fmt::print("{}", render_catalog());
+    fmt::print("{}", render::rules_catalog());
     return kExitSuccess;
   }
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof rules: DIR is required (or --list)");
@@ -120,11 +53,11 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
     spdlog::info("rule reports written to {}", written.string());
   }
   if (format == "json") {
-    fmt::print("{}", render_json(results, options));
+    fmt::print("{}", render::rules_json(results, options.profile_dir, options.compat));
   } else if (format == "csv") {
-    fmt::print("{}", render_csv(results));
+    fmt::print("{}", render::rules_csv(results));
   } else {
-    fmt::print("{}", render_table(results, global_options().color_enabled));
+    fmt::print("{}", render::rules_table(results, {global_options().color_enabled, terminal_width()}));
   }
   std::fflush(stdout);
   return fail_on_exit_code(results, fail_on, options.fail_on);

@@ -135,16 +135,16 @@ void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
   into["total_tt"] = aggregate.total_tt;
   into["sort"] = options.table.sort;
   into["function_count"] = aggregate.table.size();
-  auto rows = sorted_functions(aggregate.table, parse_sort_key(options.table.sort),
+  auto rows = render::sorted_functions(aggregate.table, render::parse_sort_key(options.table.sort),
                                options.table.limit);
-  into["functions"] = functions_json(rows);
+  into["functions"] = render::functions_json(rows);
 }
 
 std::string aggregate_table(const query::Aggregate& aggregate, const QueryOptions& options) {
-  SortKey key = parse_sort_key(options.table.sort);
-  auto rows = sorted_functions(aggregate.table, key, options.table.limit);
-  StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
-  return render_function_table(rows, aggregate.table.size(), totals, key);
+  render::SortKey key = render::parse_sort_key(options.table.sort);
+  auto rows = render::sorted_functions(aggregate.table, key, options.table.limit);
+  render::StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
+  return render::render_function_table(rows, aggregate.table.size(), totals, key);
 }
 
 std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions& options,
@@ -153,15 +153,15 @@ std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions&
   std::string out;
   if (header) {
     std::vector<std::string> h = prefix_header;
-    for (auto& f : function_csv_header()) h.push_back(f);
-    out += csv_line(h);
+    for (auto& f : render::function_csv_header()) h.push_back(f);
+    out += render::csv_line(h);
   }
-  auto rows = sorted_functions(aggregate.table, parse_sort_key(options.table.sort),
+  auto rows = render::sorted_functions(aggregate.table, render::parse_sort_key(options.table.sort),
                                options.table.limit);
-  for (const FunctionEntry* entry : rows) {
+  for (const render::FunctionEntry* entry : rows) {
     std::vector<std::string> fields = prefix_fields;
-    for (auto& f : function_csv_fields(*entry)) fields.push_back(std::move(f));
-    out += csv_line(fields);
+    for (auto& f : render::function_csv_fields(*entry)) fields.push_back(std::move(f));
+    out += render::csv_line(fields);
   }
   return out;
 }

@@ -111,6 +111,7 @@ struct AnalyzeReport {
   std::string steps_note;
 
   bool has_samples = false;
+  bool include_idle = false;  // AnalyzeOptions::include_idle: idle samples in the top functions
   SampleSummary samples;  // overall, top functions by self time
   std::string samples_note;
 
@@ -141,8 +142,5 @@ struct AnalyzeReport {
 // Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and
 // framework/: bad_input. Unknown rule parameters: usage errors, as in `sprof rules`.
 Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options);
-
-// --format json: the report as one JSON object (stable key order).
-std::string analyze_json(const AnalyzeReport& report);
 
 }  // namespace sprof::report

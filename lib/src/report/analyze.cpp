@@ -176,6 +176,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   AnalyzeReport report;
   report.dir = dir;
+  report.include_idle = options.include_idle;
   std::optional<store::ProfileSamples> samples;
   if (sprof_profile) {
     SPROF_TRY(auto loaded, store::load_profile_samples(dir));

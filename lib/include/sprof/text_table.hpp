@@ -1,13 +1,12 @@
 #pragma once
-// Plain-text tables and CSV for command output. Columns are aligned on display width (UTF-8 aware);
+// Plain-text tables and CSV for every report. Columns are aligned on display width (UTF-8 aware);
 // the last column is never padded. Cells may carry an ANSI colour that does not count toward width.
 
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace sprof::cli {
+namespace sprof::render {
 
 struct TableCell {
   std::string text;
@@ -31,9 +30,7 @@ class TextTable {
 std::string csv_field(std::string_view text);
 std::string csv_line(const std::vector<std::string>& fields);
 
-// Columns of the terminal on stdout, 0 when stdout is not a terminal.
-size_t terminal_width();
 // Number of terminal columns a UTF-8 string takes (one per code point).
 size_t display_width(std::string_view text);
 
-}  // namespace sprof::cli
+}  // namespace sprof::render

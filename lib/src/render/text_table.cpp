@@ -1,11 +1,8 @@
-#include "text_table.hpp"
-
-#include <sys/ioctl.h>
-#include <unistd.h>
+#include "sprof/text_table.hpp"
 
 #include <algorithm>
 
-namespace sprof::cli {
+namespace sprof::render {
 
 size_t display_width(std::string_view text) {
   size_t width = 0;
@@ -91,11 +88,4 @@ std::string csv_line(const std::vector<std::string>& fields) {
   return line + "\n";
 }
 
-size_t terminal_width() {
-  if (isatty(STDOUT_FILENO) == 0) return 0;
-  winsize ws{};
-  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-  return 0;
-}
-
-}  // namespace sprof::cli
+}  // namespace sprof::render

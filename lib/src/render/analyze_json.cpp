@@ -2,14 +2,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sprof/analyze.hpp"
+#include "sprof/analyze_render.hpp"
+#include "sprof/rules_render.hpp"
 
-namespace sprof::report {
+namespace sprof::render {
+
+using namespace report;
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json functions_json(const std::vector<FunctionTime>& top) {
+Json top_functions_json(const std::vector<FunctionTime>& top) {
   Json out = Json::array();
   for (const auto& f : top) {
     out.push_back({{"function", f.name},
@@ -54,7 +57,7 @@ Json step_json(const StepRecord& s, bool with_functions) {
             {"seconds", s.seconds()}, {"outlier", s.outlier}};
   if (with_functions) {
     j["sampled_s"] = s.sampled_s;
-    j["top_functions"] = functions_json(s.top);
+    j["top_functions"] = top_functions_json(s.top);
   }
   return j;
 }
@@ -75,7 +78,7 @@ std::string analyze_json(const AnalyzeReport& r) {
                       {"end_us", p.end_us},
                       {"seconds", p.seconds()},
                       {"share", p.share},
-                      {"top_functions", functions_json(p.top)}});
+                      {"top_functions", top_functions_json(p.top)}});
   }
   out["phases"] = {{"phases", std::move(phases)}, {"note", note_or_null(r.phases_note)}};
 
@@ -109,7 +112,7 @@ std::string analyze_json(const AnalyzeReport& r) {
     functions["processes"] = r.samples.processes;
     functions["threads"] = r.samples.threads;
   }
-  functions["top"] = functions_json(r.samples.top);
+  functions["top"] = top_functions_json(r.samples.top);
   functions["note"] = note_or_null(r.samples_note);
   out["functions"] = std::move(functions);
 
@@ -148,19 +151,10 @@ std::string analyze_json(const AnalyzeReport& r) {
   out["own_costs"] = std::move(costs);
 
   Json rule_list = Json::array();
-  for (const auto& rr : r.rules) {
-    rule_list.push_back({{"rule", rr.rule},
-                     {"status", rules::to_string(rr.status)},
-                     {"RuleTriggered", rr.triggered},
-                     {"Violations", rr.violations},
-                     {"Datapoints", rr.datapoints},
-                     {"RuleParameters", rr.rule_parameters},
-                     {"evidence", rr.evidence},
-                     {"recommendation", rr.recommendation}});
-  }
+  for (const auto& rr : r.rules) rule_list.push_back(rule_result_json(rr, false));
   out["rules"] = std::move(rule_list);
   out["warnings"] = r.warnings;
   return out.dump(2) + "\n";
 }
 
-}  // namespace sprof::report
+}  // namespace sprof::render

@@ -1,0 +1,24 @@
+#pragma once
+// The `sprof analyze` page, rendered: as text for a terminal, or as one JSON object.
+
+#include <cstddef>
+#include <string>
+
+#include "sprof/analyze.hpp"
+
+namespace sprof::render {
+
+struct TextStyle {
+  bool color = false;  // ANSI colours and bold headings
+  size_t width = 0;    // terminal columns to fit table lines to; 0: no limit
+};
+
+// The page: job, job phases, step times and the slowest steps, top functions, system usage,
+// rule findings; a section without data says why in parentheses.
+std::string analyze_text(const report::AnalyzeReport& report, const TextStyle& style);
+
+// --format json: the report as one JSON object (stable key order); sections without data carry
+// a "note".
+std::string analyze_json(const report::AnalyzeReport& report);
+
+}  // namespace sprof::render

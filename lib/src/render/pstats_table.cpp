@@ -1,0 +1,149 @@
+#include "sprof/pstats_table.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sprof/stats_dir.hpp"
+
+namespace sprof::render {
+namespace {
+
+std::string f8(double x) { return fmt::format("{:8.3f}", x); }
+
+Json key_json(const store::FunctionKey& key) {
+  Json j;
+  j["file"] = key.file;
+  j["line"] = key.line;
+  j["function"] = key.name;
+  j["label"] = func_std_string(key);
+  return j;
+}
+
+Json nullable(double value, bool present) { return present ? Json(value) : Json(nullptr); }
+
+}  // namespace
+
+SortKey parse_sort_key(const std::string& text) {
+  if (text == "tottime") return SortKey::tottime;
+  if (text == "ncalls") return SortKey::ncalls;
+  if (text == "pcalls") return SortKey::pcalls;
+  return SortKey::cumtime;
+}
+
+std::string sort_description(SortKey key) {
+  switch (key) {
+    case SortKey::tottime: return "internal time";
+    case SortKey::cumtime: return "cumulative time";
+    case SortKey::ncalls: return "call count";
+    case SortKey::pcalls: return "primitive call count";
+  }
+  return "cumulative time";
+}
+
+std::vector<const FunctionEntry*> sorted_functions(const store::StatsTable& table, SortKey key,
+                                                   size_t limit) {
+  std::vector<const FunctionEntry*> rows;
+  rows.reserve(table.size());
+  for (const FunctionEntry& entry : table.entries()) rows.push_back(&entry);
+  auto greater = [key](const FunctionEntry* a, const FunctionEntry* b) {
+    const store::FunctionStats& x = a->second;
+    const store::FunctionStats& y = b->second;
+    switch (key) {
+      case SortKey::tottime: return x.tt > y.tt;
+      case SortKey::cumtime: return x.ct > y.ct;
+      case SortKey::ncalls: return x.nc > y.nc;
+      case SortKey::pcalls: return x.cc > y.cc;
+    }
+    return false;
+  };
+  std::stable_sort(rows.begin(), rows.end(), greater);
+  if (limit > 0 && rows.size() > limit) rows.resize(limit);
+  return rows;
+}
+
+std::string func_std_string(const store::FunctionKey& key) {
+  if (key.file == "~" && key.line == 0) {
+    const std::string& name = key.name;
+    if (name.size() >= 2 && name.front() == '<' && name.back() == '>') {
+      return "{" + name.substr(1, name.size() - 2) + "}";
+    }
+    return name;
+  }
+  return fmt::format("{}:{}({})", key.file, key.line, key.name);
+}
+
+std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
+                                  size_t function_count, const StatsTotals& totals, SortKey key) {
+  std::string out;
+  // pstats prints an 8-blank indent, then a separating blank.
+  out += fmt::format("         {} function calls", totals.total_calls);
+  if (totals.total_calls != totals.primitive_calls) {
+    out += fmt::format(" ({} primitive calls)", totals.primitive_calls);
+  }
+  out += fmt::format(" in {:.3f} seconds\n\n", totals.total_tt);
+  out += fmt::format("   Ordered by: {}\n", sort_description(key));
+  if (rows.size() < function_count) {
+    out += fmt::format("   List reduced from {} to {} due to restriction <{}>\n", function_count,
+                       rows.size(), rows.size());
+  }
+  out += "\n   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n";
+  for (const FunctionEntry* entry : rows) {
+    const store::FunctionStats& s = entry->second;
+    std::string calls = std::to_string(s.nc);
+    if (s.nc != s.cc) calls += "/" + std::to_string(s.cc);
+    out += fmt::format("{:>9} {} {} {} {} {}\n", calls, f8(s.tt),
+                       s.nc == 0 ? std::string(8, ' ') : f8(s.tt / static_cast<double>(s.nc)),
+                       f8(s.ct),
+                       s.cc == 0 ? std::string(8, ' ') : f8(s.ct / static_cast<double>(s.cc)),
+                       func_std_string(entry->first));
+  }
+  return out;
+}
+
+Json functions_json(const std::vector<const FunctionEntry*>& rows) {
+  Json list = Json::array();
+  for (const FunctionEntry* entry : rows) {
+    const store::FunctionStats& s = entry->second;
+    Json j = key_json(entry->first);
+    j["ncalls"] = s.nc;
+    j["pcalls"] = s.cc;
+    j["tottime"] = s.tt;
+    j["cumtime"] = s.ct;
+    j["tottime_percall"] = nullable(s.nc ? s.tt / static_cast<double>(s.nc) : 0.0, s.nc != 0);
+    j["cumtime_percall"] = nullable(s.cc ? s.ct / static_cast<double>(s.cc) : 0.0, s.cc != 0);
+    Json callers = Json::array();
+    for (const auto& [caller, c] : s.callers) {
+      Json cj = key_json(caller);
+      cj["ncalls"] = c.nc;
+      // The `profile` module records a bare call count per caller; cProfile a 4-tuple.
+      cj["pcalls"] = c.is_count ? Json(nullptr) : Json(c.cc);
+      cj["tottime"] = c.is_count ? Json(nullptr) : Json(c.tt);
+      cj["cumtime"] = c.is_count ? Json(nullptr) : Json(c.ct);
+      callers.push_back(std::move(cj));
+    }
+    j["callers"] = std::move(callers);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::vector<std::string> function_csv_header() {
+  return {"ncalls", "pcalls", "tottime", "tottime_percall", "cumtime", "cumtime_percall",
+          "file",   "line",   "function"};
+}
+
+std::vector<std::string> function_csv_fields(const FunctionEntry& entry) {
+  const store::FunctionStats& s = entry.second;
+  return {std::to_string(s.nc),
+          std::to_string(s.cc),
+          store::python_float_repr(s.tt),
+          s.nc ? store::python_float_repr(s.tt / static_cast<double>(s.nc)) : std::string(),
+          store::python_float_repr(s.ct),
+          s.cc ? store::python_float_repr(s.ct / static_cast<double>(s.cc)) : std::string(),
+          entry.first.file,
+          std::to_string(entry.first.line),
+          entry.first.name};
+}
+
+}  // namespace sprof::render
