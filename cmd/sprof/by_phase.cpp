@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "sprof/stats_render.hpp"
 #include "stats_query.hpp"
 
 namespace sprof::cli {
@@ -59,7 +60,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
       doc["query"]["group_by"] = options.training_phase ? "training_phase" : "job_phase";
       if (options.job_phase) doc["query"]["compat"] = options.compat;
       append_source_json(doc, *source);
-      doc["warnings"] = problems_json(index.problems);
+      doc["warnings"] = render::problems_json(index.problems);
       Json phases = Json::array();
       for (const query::PhaseAggregate& r : results) {
         Json j;
@@ -69,7 +70,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
           j["end_mode"] = sprof::to_string(r.training->end_mode);
         }
         j["parts"] = r.parts;
-        append_aggregate_json(j, r.aggregate, options.query);
+        render::append_aggregate_json(j, r.aggregate, options.query.table);
         phases.push_back(std::move(j));
       }
       doc["phases"] = std::move(phases);
@@ -78,7 +79,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     }
     case OutputFormat::csv:
       for (size_t i = 0; i < results.size(); ++i) {
-        text += aggregate_csv(results[i].aggregate, options.query, {"phase"}, {results[i].name},
+        text += render::aggregate_csv(results[i].aggregate, options.query.table, {"phase"}, {results[i].name},
                               i == 0);
       }
       if (results.empty()) text = render::csv_line({"phase"});
@@ -92,7 +93,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
           text += fmt::format(" ({})", r.parts.empty() ? "no stats" : fmt::format("{}", fmt::join(r.parts, ", ")));
         }
         text += fmt::format(": {} {}\n", r.aggregate.used.size(), source->sampled() ? "intervals" : "stats files");
-        if (!r.aggregate.used.empty()) text += "\n" + aggregate_table(r.aggregate, options.query);
+        if (!r.aggregate.used.empty()) text += "\n" + render::aggregate_table(r.aggregate, options.query.table);
       }
       break;
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "sprof/stats_render.hpp"
+#include "sprof/text_table.hpp"
 #include "stats_query.hpp"
 
 namespace sprof::cli {
@@ -36,34 +38,18 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
       doc["profile_dir"] = options.profile.profile_dir;
       doc["layout_level"] = store::to_string(index.level);
       Json stats = Json::array();
-      for (const auto* r : rows) stats.push_back(record_json(*r));
+      for (const auto* r : rows) stats.push_back(render::record_json(*r));
       doc["stats"] = std::move(stats);
-      doc["warnings"] = problems_json(index.problems);
+      doc["warnings"] = render::problems_json(index.problems);
       print_json(doc);
       return 0;
     }
     case OutputFormat::csv:
-      text = render::csv_line(record_csv_header());
-      for (const auto* r : rows) text += render::csv_line(record_csv_fields(*r));
+      text = render::csv_line(render::record_csv_header());
+      for (const auto* r : rows) text += render::csv_line(render::record_csv_fields(*r));
       break;
     case OutputFormat::table: {
-      render::TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
-                       "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
-                       "END_PHASE", "PATH"});
-      for (const auto* r : rows) {
-        std::vector<render::TableCell> cells;
-        for (std::string text :
-             {r->profiler, r->framework, r->node_id, float_text(r->name.start.time_us),
-              float_text(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
-              std::string(sprof::to_string(r->name.start.mode)),
-              std::string(sprof::to_string(r->name.end.mode)),
-              std::string(sprof::to_string(r->name.start.phase)),
-              std::string(sprof::to_string(r->name.end.phase)), r->path.string()}) {
-          cells.push_back(render::TableCell{std::move(text), ""});
-        }
-        table.add_row(std::move(cells));
-      }
-      text = table.render(global_options().color_enabled, terminal_width());
+      text = render::records_table(rows, {global_options().color_enabled, terminal_width()});
       break;
     }
   }

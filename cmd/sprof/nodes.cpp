@@ -5,6 +5,7 @@
 #include <map>
 
 #include "command.hpp"
+#include "sprof/stats_render.hpp"
 #include "stats_query.hpp"
 
 namespace sprof::cli {
@@ -53,7 +54,7 @@ Result<int> run_nodes(const NodesOptions& options) {
         list.push_back(std::move(j));
       }
       doc["nodes"] = std::move(list);
-      doc["warnings"] = problems_json(index.problems);
+      doc["warnings"] = render::problems_json(index.problems);
       print_json(doc);
       return 0;
     }

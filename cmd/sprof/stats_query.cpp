@@ -1,13 +1,11 @@
 #include "stats_query.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "sprof/pstats.hpp"
 #include "sprof/sample_report.hpp"
-#include "sprof/step_timeline.hpp"
+#include "sprof/stats_render.hpp"
 
 namespace sprof::cli {
 
@@ -22,69 +20,6 @@ void add_profile_options(CLI::App* app, ProfileOptions& options) {
 
 Result<store::ProfileIndex> load_profile(const ProfileOptions& options) {
   return query::load_stats_index(options.profile_dir, options.strict);
-}
-
-std::string start_step_text(const store::StatsDirName& name) {
-  return name.start.step ? std::to_string(*name.start.step) : "-1";
-}
-
-std::string end_step_text(const store::StatsDirName& name) {
-  return name.end.step ? std::to_string(*name.end.step) : "inf";
-}
-
-Json record_json(const store::StatsRecord& r) {
-  Json j;
-  // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
-  // null for an end `*` (smdebug's float('inf') has no JSON spelling).
-  j["profiler_name"] = r.profiler;
-  j["framework"] = r.framework;
-  j["node_id"] = r.node_id;
-  j["start_mode"] = sprof::to_string(r.name.start.mode);
-  j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
-  j["start_phase"] = sprof::to_string(r.name.start.phase);
-  j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
-  j["end_mode"] = sprof::to_string(r.name.end.mode);
-  j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
-  j["end_phase"] = sprof::to_string(r.name.end.phase);
-  j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
-  j["stats_path"] = r.path.string();
-  j["stats_dir"] = r.dir_name;
-  j["name_format"] = store::to_string(r.name.format);
-  return j;
-}
-
-Json problems_json(const std::vector<store::Problem>& problems) {
-  Json list = Json::array();
-  for (const store::Problem& p : problems) {
-    Json j;
-    j["path"] = p.path.string();
-    j["message"] = p.message;
-    list.push_back(std::move(j));
-  }
-  return list;
-}
-
-std::vector<std::string> record_csv_header() {
-  return {"profiler_name", "framework", "node_id", "start_mode", "start_step", "start_phase",
-          "start_time_since_epoch_in_micros", "end_mode", "end_step", "end_phase",
-          "end_time_since_epoch_in_micros", "stats_path", "stats_dir", "name_format"};
-}
-
-std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
-  return {r.profiler,
-          r.framework,
-          r.node_id,
-          std::string(sprof::to_string(r.name.start.mode)),
-          start_step_text(r.name),
-          std::string(sprof::to_string(r.name.start.phase)),
-          float_text(r.name.start.time_us),
-          std::string(sprof::to_string(r.name.end.mode)),
-          end_step_text(r.name),
-          std::string(sprof::to_string(r.name.end.phase)),
-          float_text(r.name.end.time_us),
-          r.path.string(),
-          r.dir_name,
-          std::string(store::to_string(r.name.format))};
 }
 
 void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats) {
@@ -122,48 +57,6 @@ Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions
 void append_source_json(Json& into, const query::StatsSource& source) {
   into["source"] = std::string(query::to_string(source.kind()));
   if (auto timer = source.timer()) into["python_timer"] = std::string(intervals::to_string(*timer));
-}
-
-void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
-                           const QueryOptions& options) {
-  Json stats = Json::array();
-  for (const store::StatsRecord* r : aggregate.used) stats.push_back(record_json(*r));
-  into["stats"] = std::move(stats);
-  into["skipped"] = problems_json(aggregate.unreadable);
-  into["total_calls"] = aggregate.total_calls;
-  into["primitive_calls"] = aggregate.primitive_calls;
-  into["total_tt"] = aggregate.total_tt;
-  into["sort"] = options.table.sort;
-  into["function_count"] = aggregate.table.size();
-  auto rows = render::sorted_functions(aggregate.table, render::parse_sort_key(options.table.sort),
-                               options.table.limit);
-  into["functions"] = render::functions_json(rows);
-}
-
-std::string aggregate_table(const query::Aggregate& aggregate, const QueryOptions& options) {
-  render::SortKey key = render::parse_sort_key(options.table.sort);
-  auto rows = render::sorted_functions(aggregate.table, key, options.table.limit);
-  render::StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
-  return render::render_function_table(rows, aggregate.table.size(), totals, key);
-}
-
-std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions& options,
-                          const std::vector<std::string>& prefix_header,
-                          const std::vector<std::string>& prefix_fields, bool header) {
-  std::string out;
-  if (header) {
-    std::vector<std::string> h = prefix_header;
-    for (auto& f : render::function_csv_header()) h.push_back(f);
-    out += render::csv_line(h);
-  }
-  auto rows = render::sorted_functions(aggregate.table, render::parse_sort_key(options.table.sort),
-                               options.table.limit);
-  for (const render::FunctionEntry* entry : rows) {
-    std::vector<std::string> fields = prefix_fields;
-    for (auto& f : render::function_csv_fields(*entry)) fields.push_back(std::move(f));
-    out += render::csv_line(fields);
-  }
-  return out;
 }
 
 Status write_aggregate(const std::string& path, const query::Aggregate& aggregate) {
@@ -229,13 +122,13 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
       doc["node_id"] = node.node_id;
       doc["query"] = spec.query;
       append_source_json(doc, *source);
-      doc["warnings"] = problems_json(index.problems);
-      append_aggregate_json(doc, aggregate, options);
+      doc["warnings"] = render::problems_json(index.problems);
+      render::append_aggregate_json(doc, aggregate, options.table);
       print_json(doc);
       break;
     }
     case OutputFormat::csv: {
-      std::string text = aggregate_csv(aggregate, options, {}, {}, true);
+      std::string text = render::aggregate_csv(aggregate, options.table, {}, {}, true);
       std::fwrite(text.data(), 1, text.size(), stdout);
       break;
     }
@@ -245,7 +138,7 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
                                      source->timer() ? fmt::format(" (from the raw samples, {})",
                                                                    intervals::to_string(*source->timer()))
                                                      : "");
-      if (!aggregate.used.empty()) text += "\n" + aggregate_table(aggregate, options);
+      if (!aggregate.used.empty()) text += "\n" + render::aggregate_table(aggregate, options.table);
       std::fwrite(text.data(), 1, text.size(), stdout);
       break;
     }

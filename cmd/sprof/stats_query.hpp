@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the stats-directory commands (list-stats, nodes, fetch-*, between-modes,
 // pre-step-zero, post-hook-close, by-phase): the PROFILE_DIR argument, --strict, --node,
-// loading with warnings, the JSON/CSV shape of a stats record and of an aggregate.
+// --source, the output choice; the shapes themselves are in render/stats_render.
 
 #include <functional>
 #include <memory>
@@ -30,15 +30,6 @@ void add_profile_options(CLI::App* app, ProfileOptions& options);
 // Discovers the stats and logs every skipped entry as a warning (an error with --strict).
 Result<store::ProfileIndex> load_profile(const ProfileOptions& options);
 
-// A stats record with smdebug's list_profile_stats keys, plus stats_dir and name_format.
-Json record_json(const store::StatsRecord& record);
-Json problems_json(const std::vector<store::Problem>& problems);
-std::vector<std::string> record_csv_header();
-std::vector<std::string> record_csv_fields(const store::StatsRecord& record);
-// smdebug's numeric steps as text: -1 for a start `*`, "inf" for an end `*`.
-std::string start_step_text(const store::StatsDirName& name);
-std::string end_step_text(const store::StatsDirName& name);
-
 // Options of every command that aggregates cProfile stats.
 struct QueryOptions {
   ProfileOptions profile;
@@ -56,16 +47,6 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats 
 Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options);
 // "source" and, for raw samples, "python_timer", as JSON keys appended to `into`.
 void append_source_json(Json& into, const query::StatsSource& source);
-
-// The aggregate as JSON keys appended to `into`: stats, skipped, totals, functions.
-void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
-                           const QueryOptions& options);
-// The aggregate as a pstats-style text table.
-std::string aggregate_table(const query::Aggregate& aggregate, const QueryOptions& options);
-// The aggregate's function rows as CSV (after `prefix` columns, if any).
-std::string aggregate_csv(const query::Aggregate& aggregate, const QueryOptions& options,
-                          const std::vector<std::string>& prefix_header,
-                          const std::vector<std::string>& prefix_fields, bool header);
 
 // Writes the aggregate to -o as a pstats file (an error if nothing was aggregated).
 Status write_aggregate(const std::string& path, const query::Aggregate& aggregate);

@@ -1,0 +1,133 @@
+#include "sprof/stats_render.hpp"
+
+#include "sprof/stats_dir.hpp"
+#include "sprof/text_table.hpp"
+
+namespace sprof::render {
+
+std::string start_step_text(const store::StatsDirName& name) {
+  return name.start.step ? std::to_string(*name.start.step) : "-1";
+}
+
+std::string end_step_text(const store::StatsDirName& name) {
+  return name.end.step ? std::to_string(*name.end.step) : "inf";
+}
+
+Json record_json(const store::StatsRecord& r) {
+  Json j;
+  // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
+  // null for an end `*` (smdebug's float('inf') has no JSON spelling).
+  j["profiler_name"] = r.profiler;
+  j["framework"] = r.framework;
+  j["node_id"] = r.node_id;
+  j["start_mode"] = sprof::to_string(r.name.start.mode);
+  j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
+  j["start_phase"] = sprof::to_string(r.name.start.phase);
+  j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
+  j["end_mode"] = sprof::to_string(r.name.end.mode);
+  j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
+  j["end_phase"] = sprof::to_string(r.name.end.phase);
+  j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
+  j["stats_path"] = r.path.string();
+  j["stats_dir"] = r.dir_name;
+  j["name_format"] = store::to_string(r.name.format);
+  return j;
+}
+
+Json problems_json(const std::vector<store::Problem>& problems) {
+  Json list = Json::array();
+  for (const store::Problem& p : problems) {
+    Json j;
+    j["path"] = p.path.string();
+    j["message"] = p.message;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::vector<std::string> record_csv_header() {
+  return {"profiler_name", "framework", "node_id", "start_mode", "start_step", "start_phase",
+          "start_time_since_epoch_in_micros", "end_mode", "end_step", "end_phase",
+          "end_time_since_epoch_in_micros", "stats_path", "stats_dir", "name_format"};
+}
+
+std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
+  return {r.profiler,
+          r.framework,
+          r.node_id,
+          std::string(sprof::to_string(r.name.start.mode)),
+          start_step_text(r.name),
+          std::string(sprof::to_string(r.name.start.phase)),
+          store::python_float_repr(r.name.start.time_us),
+          std::string(sprof::to_string(r.name.end.mode)),
+          end_step_text(r.name),
+          std::string(sprof::to_string(r.name.end.phase)),
+          store::python_float_repr(r.name.end.time_us),
+          r.path.string(),
+          r.dir_name,
+          std::string(store::to_string(r.name.format))};
+}
+
+void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
+                           const FunctionOrder& order) {
+  Json stats = Json::array();
+  for (const store::StatsRecord* r : aggregate.used) stats.push_back(record_json(*r));
+  into["stats"] = std::move(stats);
+  into["skipped"] = problems_json(aggregate.unreadable);
+  into["total_calls"] = aggregate.total_calls;
+  into["primitive_calls"] = aggregate.primitive_calls;
+  into["total_tt"] = aggregate.total_tt;
+  into["sort"] = order.sort;
+  into["function_count"] = aggregate.table.size();
+  auto rows = sorted_functions(aggregate.table, parse_sort_key(order.sort),
+                               order.limit);
+  into["functions"] = functions_json(rows);
+}
+
+std::string aggregate_table(const query::Aggregate& aggregate, const FunctionOrder& order) {
+  SortKey key = parse_sort_key(order.sort);
+  auto rows = sorted_functions(aggregate.table, key, order.limit);
+  StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
+  return render_function_table(rows, aggregate.table.size(), totals, key);
+}
+
+std::string aggregate_csv(const query::Aggregate& aggregate, const FunctionOrder& order,
+                          const std::vector<std::string>& prefix_header,
+                          const std::vector<std::string>& prefix_fields, bool header) {
+  std::string out;
+  if (header) {
+    std::vector<std::string> h = prefix_header;
+    for (auto& f : function_csv_header()) h.push_back(f);
+    out += csv_line(h);
+  }
+  auto rows = sorted_functions(aggregate.table, parse_sort_key(order.sort),
+                               order.limit);
+  for (const FunctionEntry* entry : rows) {
+    std::vector<std::string> fields = prefix_fields;
+    for (auto& f : function_csv_fields(*entry)) fields.push_back(std::move(f));
+    out += csv_line(fields);
+  }
+  return out;
+}
+
+std::string records_table(const std::vector<const store::StatsRecord*>& rows, const TextStyle& style) {
+  TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
+                   "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
+                   "END_PHASE", "PATH"});
+  for (const auto* r : rows) {
+    std::vector<TableCell> cells;
+    for (std::string text :
+         {r->profiler, r->framework, r->node_id, store::python_float_repr(r->name.start.time_us),
+          store::python_float_repr(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
+          std::string(sprof::to_string(r->name.start.mode)),
+          std::string(sprof::to_string(r->name.end.mode)),
+          std::string(sprof::to_string(r->name.start.phase)),
+          std::string(sprof::to_string(r->name.end.phase)), r->path.string()}) {
+      cells.push_back(TableCell{std::move(text), ""});
+    }
+    table.add_row(std::move(cells));
+  }
+  return table.render(style.color, style.width);
+}
+
+}  // namespace sprof::render
