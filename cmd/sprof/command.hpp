@@ -41,11 +41,8 @@ void add_rules(CLI::App& app, CommandList& commands);
 // One per subcommand file.
 void add_list_stats(CLI::App& app, CommandList& commands);
 void add_nodes(CLI::App& app, CommandList& commands);
-void add_fetch_by_step(CLI::App& app, CommandList& commands);
-void add_fetch_by_time(CLI::App& app, CommandList& commands);
-void add_between_modes(CLI::App& app, CommandList& commands);
-void add_pre_step_zero(CLI::App& app, CommandList& commands);
-void add_post_hook_close(CLI::App& app, CommandList& commands);
+// fetch-by-step, fetch-by-time, between-modes, pre-step-zero, post-hook-close.
+void add_selection_commands(CLI::App& app, CommandList& commands);
 void add_by_phase(CLI::App& app, CommandList& commands);
 void add_sysmon(CLI::App& app, CommandList& commands);
 void add_stats_dirs(CLI::App& app, CommandList& commands);

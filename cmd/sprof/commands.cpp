@@ -7,11 +7,7 @@ void add_all_commands(CLI::App& app, CommandList& commands) {
   add_record(app, commands);
   add_list_stats(app, commands);
   add_nodes(app, commands);
-  add_fetch_by_step(app, commands);
-  add_fetch_by_time(app, commands);
-  add_between_modes(app, commands);
-  add_pre_step_zero(app, commands);
-  add_post_hook_close(app, commands);
+  add_selection_commands(app, commands);  // fetch-by-step ... post-hook-close
   add_by_phase(app, commands);
   add_export(app, commands);
   add_dump(app, commands);
