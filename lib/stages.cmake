@@ -21,16 +21,18 @@ sprof_stage(store DEPS common
 sprof_stage(timeline DEPS store
   HEADERS step_timeline step_inference step_trace)
 sprof_stage(window DEPS store timeline
-  HEADERS profiling_window)
+  HEADERS profiling_window python_profiling)
 sprof_stage(sampler DEPS pyframes store)
 sprof_stage(launch DEPS pyframes sampler store
-  HEADERS record)
+  HEADERS launch)
 sprof_stage(bootstrap DEPS launch store timeline window
   HEADERS bootstrap step_hook)
 sprof_stage(sysmon DEPS launch store
   HEADERS sysmon sysmon_hook)
 sprof_stage(intervals DEPS launch store timeline
   HEADERS interval_stats interval_stats_hook)
+sprof_stage(record DEPS bootstrap intervals launch store sysmon timeline window
+  HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)
 sprof_stage(rules DEPS store

@@ -2,31 +2,21 @@
 
 #include <unistd.h>
 
-#include <time.h>
-
 #include <cstdio>
-#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
-
 #include "command.hpp"
 #include "option_checks.hpp"
 #include "progress_line.hpp"
-#include "sprof/bootstrap.hpp"
-#include "sprof/interval_stats_hook.hpp"
 #include "sprof/profile_samples.hpp"
-#include "sprof/profiling_window.hpp"
-#include "window_flags.hpp"
-#include "sprof/record.hpp"
+#include "sprof/python_profiling.hpp"
+#include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
-#include "sprof/sysmon_hook.hpp"
-#include "sprof/step_hook.hpp"
-#include "sprof/step_timeline.hpp"
+#include "window_flags.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -116,15 +106,6 @@ struct PythonProfilingFlags {
 };
 
 // What record does about python stats: the window, the profiler, the cProfile timer.
-struct PythonProfilingPlan {
-  bool enabled = true;  // false: --profiler-config turns python profiling off
-  window::PythonProfiler profiler = window::PythonProfiler::sampling;
-  window::CprofileTimer timer = window::CprofileTimer::total_time;
-  window::ProfilingWindow window;
-  std::string config_file;
-  std::string disabled_reason;
-};
-
 void add_python_profiling_flags(CLI::App* sub, PythonProfilingFlags& f) {
   sub->add_option("--python-profiler", f.profiler,
                   "How per-interval python stats are made: sampling (default) or cprofile (cProfile inside the "
@@ -139,69 +120,15 @@ void add_python_profiling_flags(CLI::App* sub, PythonProfilingFlags& f) {
                   "smdebug profilerconfig.json: PythonProfilingConfig's window, ProfilerName and cProfileTimer");
 }
 
-Result<PythonProfilingPlan> plan_python_profiling(const PythonProfilingFlags& f) {
-  PythonProfilingPlan plan;
-  SPROF_TRY(std::optional<window::ProfilingWindow> flag_window, window_from_flags(f.window));
-  if (!f.config_file.empty()) {
-    SPROF_TRY(window::PythonProfilingConfig config, window::read_profiler_config(f.config_file));
-    plan.config_file = f.config_file;
-    plan.enabled = config.enabled;
-    plan.disabled_reason = config.disabled_reason;
-    plan.window = config.window;
-    if (config.profiler) plan.profiler = *config.profiler;
-    if (config.timer) plan.timer = *config.timer;
-  }
-  // Flags on the command line win over the file.
-  if (flag_window) {
-    plan.window = *flag_window;
-    plan.enabled = true;
-  }
-  if (!f.profiler.empty()) plan.profiler = *window::parse_python_profiler(f.profiler);
-  if (!f.timer.empty()) plan.timer = *window::parse_cprofile_timer(f.timer);
-  if (!plan.enabled && !plan.disabled_reason.empty()) {
-    spdlog::warn("--profiler-config {}: python profiling is off because {}", plan.config_file, plan.disabled_reason);
-  }
-  return plan;
+// The flags as a request: unset values come from --profiler-config, then the defaults.
+Result<window::PythonProfilingRequest> python_profiling_request(const PythonProfilingFlags& f) {
+  window::PythonProfilingRequest request;
+  SPROF_TRY(request.window, window_from_flags(f.window));
+  if (!f.profiler.empty()) request.profiler = window::parse_python_profiler(f.profiler);
+  if (!f.timer.empty()) request.timer = window::parse_cprofile_timer(f.timer);
+  request.config_file = f.config_file;
+  return request;
 }
-
-nlohmann::json plan_json(const PythonProfilingPlan& plan) {
-  nlohmann::json w = {{"kind", bootstrap::window_spec(plan.window)}, {"description", plan.window.describe()}};
-  if (plan.window.start_step) w["start_step"] = *plan.window.start_step;
-  if (plan.window.num_steps) w["num_steps"] = *plan.window.num_steps;
-  if (plan.window.start_time_s) w["start_time_s"] = *plan.window.start_time_s;
-  if (plan.window.duration_s) w["duration_s"] = *plan.window.duration_s;
-  nlohmann::json j = {{"enabled", plan.enabled},
-                      {"profiler", window::to_string(plan.profiler)},
-                      {"window", w}};
-  if (plan.profiler == window::PythonProfiler::cprofile) j["cprofile_timer"] = window::to_string(plan.timer);
-  if (!plan.config_file.empty()) j["profiler_config"] = plan.config_file;
-  if (!plan.disabled_reason.empty()) j["disabled_reason"] = plan.disabled_reason;
-  return j;
-}
-
-// Deterministic mode: the bootstrap's cProfile settings go into the target's environment; the
-// plan goes into the manifest ("python_profiling") for the stages that write stats afterwards.
-class PythonProfilingHook : public launch::RecordHooks {
- public:
-  explicit PythonProfilingHook(PythonProfilingPlan plan) : plan_(std::move(plan)) {}
-  Status prepare_child(const std::filesystem::path& output_dir, launch::ChildSetup& setup) override {
-    if (plan_.enabled && plan_.profiler == window::PythonProfiler::cprofile) {
-      bootstrap::CprofileOptions options;
-      options.profile_dir = output_dir;
-      options.window = plan_.window;
-      options.timer = plan_.timer;
-      for (auto& variable : bootstrap::cprofile_environment(options)) setup.env.push_back(std::move(variable));
-    }
-    return {};
-  }
-  Status on_finish(const std::filesystem::path&, store::Manifest& manifest) override {
-    manifest.extra.emplace_back("python_profiling", plan_json(plan_).dump());
-    return {};
-  }
-
- private:
-  PythonProfilingPlan plan_;
-};
 
 }  // namespace
 
@@ -250,97 +177,32 @@ void add_record(CLI::App& app, CommandList& commands) {
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags]() -> Result<int> {
-    if (flags->command.empty() && flags->options.attach_pid == 0) {
-      return make_error(ErrorKind::usage, "record needs a command after -- or --pid PID (see sprof record --help)");
-    }
-    if (!flags->command.empty() && flags->options.attach_pid != 0) {
-      return make_error(ErrorKind::usage, "record takes either a command or --pid, not both");
-    }
-    flags->options.command = flags->command;
-    flags->options.blocking = flags->blocking;
-    flags->options.output_dir = flags->output;
-
-    SPROF_TRY(PythonProfilingPlan python_plan, plan_python_profiling(*python_flags));
-    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile &&
-        flags->options.attach_pid != 0) {
-      return make_error(ErrorKind::usage,
-                        "--python-profiler cprofile needs a launched command: cProfile cannot be injected into --pid");
-    }
-    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::cprofile && flags->no_inject) {
-      return make_error(ErrorKind::usage,
-                        "--python-profiler cprofile runs cProfile through sprof's bootstrap, which --no-inject turns off");
-    }
-    PythonProfilingHook python_profiling(python_plan);
+    recorder::RecordPlan plan;
+    plan.launch = flags->options;
+    plan.launch.command = flags->command;
+    plan.launch.blocking = flags->blocking;
+    plan.launch.output_dir = flags->output;
+    SPROF_TRY(window::PythonProfilingRequest request, python_profiling_request(*python_flags));
+    SPROF_TRY(plan.python, window::plan_python_profiling(request));
+    if (!flags->no_system_metrics) plan.system_interval_ms = flags->system_interval_ms;
+    plan.steps = flags->steps;
+    plan.steps.inject = !flags->no_inject;
+    plan.steps.torch = !flags->no_torch;
+    plan.stats_timer = *intervals::parse_python_timer(flags->python_timer);
+    plan.stats_progress = stats_directories_progress();
 
     StatusLine status;
-    std::vector<launch::RecordHooks*> hooks;
-    hooks.push_back(&python_profiling);
-    std::unique_ptr<sysmon::SystemMonitorHook> system_metrics;
-    if (!flags->no_system_metrics) {
-      SPROF_TRY_STATUS(sysmon::validate_interval(flags->system_interval_ms));
-      sysmon::MonitorOptions monitor;
-      monitor.interval_ms = flags->system_interval_ms;
-      // Timestamps on CLOCK_MONOTONIC plus one fixed offset, like the samples and markers, so a
-      // clock step during the run cannot shift the metrics against them.
-      timespec mono{}, real{};
-      clock_gettime(CLOCK_MONOTONIC, &mono);
-      clock_gettime(CLOCK_REALTIME, &real);
-      int64_t offset_ns = (real.tv_sec - mono.tv_sec) * 1000000000LL + (real.tv_nsec - mono.tv_nsec);
-      monitor.epoch_us = [offset_ns] {
-        timespec now{};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        return (now.tv_sec * 1000000000LL + now.tv_nsec + offset_ns) / 1000;
-      };
-      system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
-      hooks.push_back(system_metrics.get());
-    }
-    if (!global_options().quiet && isatty(STDERR_FILENO) != 0) hooks.push_back(&status);
-    if (flags->options.attach_pid != 0 && flags->steps.step_functions.empty()) {
-      spdlog::info("an attached process cannot be injected: no steps unless --step-fn names the step function");
-    }
-    flags->steps.inject = !flags->no_inject;
-    flags->steps.torch = !flags->no_torch;
-    bootstrap::StepRecordHook steps(flags->steps);
-    hooks.push_back(&steps);
-    // Per-interval stats directories from the closed sample logs and the step timeline; after
-    // the step hook, whose on_finish completes markers.log.
-    intervals::WriteOptions stats_options;
-    stats_options.timer = *intervals::parse_python_timer(flags->python_timer);
-    stats_options.window = python_plan.window.describe();
-    stats_options.progress = stats_directories_progress();
-    // The profiling window, resolved per process once the timeline is known (smdebug's lazily
-    // filled start step / start time come from each process's first step).
-    auto windows = std::make_shared<std::map<int32_t, window::ResolvedWindow>>();
-    auto clock_offset = std::make_shared<int64_t>(0);
-    stats_options.include = [windows, clock_offset](const intervals::ProcessInterval& interval) {
-      auto it = windows->find(interval.pid);
-      return it == windows->end() || window::contains(it->second, interval.interval, *clock_offset);
-    };
-    intervals::IntervalStatsHook interval_stats(
-        stats_options, [windows, clock_offset, plan_window = python_plan.window](const std::filesystem::path& dir,
-                                                                           const store::Manifest& manifest) {
-          auto timeline = timeline::build_profile_timeline(dir, &manifest);
-          if (timeline.ok()) {
-            *clock_offset = manifest.clock_realtime_ns - manifest.clock_monotonic_ns;
-            for (const auto& process : timeline->processes) {
-              (*windows)[process.pid] = window::resolve(plan_window, process, *clock_offset);
-            }
-          }
-          return timeline;
-        });
-    // Sampled stats only in sampling mode (smdebug writes one profiler's stats), and not when
-    // --profiler-config turns python profiling off.
-    if (python_plan.enabled && python_plan.profiler == window::PythonProfiler::sampling) {
-      hooks.push_back(&interval_stats);
-    }
-    auto result = launch::record(flags->options, hooks);
+    std::vector<launch::RecordHooks*> observers;
+    if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
+    auto recording = recorder::record(plan, observers);
     status.clear();
-    if (!result.ok()) return std::move(result).error();
+    if (!recording.ok()) return std::move(recording).error();
+    const launch::RecordResult* result = &recording->result;
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
-      if (std::string text = steps.summary().text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
-      if (interval_stats.summary()) fmt::print(stderr, "sprof: {}\n", interval_stats.summary()->text());
+      if (std::string text = recording->steps.text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
+      if (recording->interval_stats) fmt::print(stderr, "sprof: {}\n", recording->interval_stats->text());
       if (result->write_errors.empty()) {
         fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
       } else {

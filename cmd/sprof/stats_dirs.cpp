@@ -2,17 +2,14 @@
 // raw samples and step timeline, e.g. with another timer or another profiling window, as record
 // does at its end.
 
-#include <algorithm>
-#include <map>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "progress_line.hpp"
-#include "sprof/layout.hpp"
 #include "sprof/interval_stats.hpp"
+#include "sprof/layout.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/python_profiling.hpp"
 #include "sprof/step_timeline.hpp"
 #include "window_flags.hpp"
 
@@ -26,27 +23,6 @@ struct StatsDirsFlags {
   bool every_interval = false;
   bool empty_dirs = false;
 };
-
-// The window record used (sprof.json's python_profiling section), so that rewriting with another
-// timer keeps it; every interval when there is none.
-Result<window::ProfilingWindow> recorded_window(const store::Manifest& manifest, const std::string& dir) {
-  for (const auto& [key, text] : manifest.extra) {
-    if (key != "python_profiling") continue;
-    auto doc = nlohmann::json::parse(text, nullptr, false);
-    if (!doc.is_object() || !doc.contains("window") || !doc["window"].is_object()) break;
-    const auto& w = doc["window"];
-    auto get_int = [&](const char* name) {
-      return w.contains(name) && w[name].is_number_integer() ? std::optional<int64_t>(w[name].get<int64_t>())
-                                                              : std::nullopt;
-    };
-    auto get_double = [&](const char* name) {
-      return w.contains(name) && w[name].is_number() ? std::optional<double>(w[name].get<double>()) : std::nullopt;
-    };
-    return window::ProfilingWindow::make(get_int("start_step"), get_int("num_steps"), get_double("start_time_s"),
-                                         get_double("duration_s"), dir + "/sprof.json");
-  }
-  return window::ProfilingWindow{};
-}
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   if (!store::detect(flags.dir).raw_samples()) {
@@ -63,20 +39,19 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   if (flag_window) {
     chosen = *flag_window;
   } else if (!flags.every_interval) {
-    SPROF_TRY(chosen, recorded_window(*profile.manifest, flags.dir));
+    // The window record used, so that rewriting with another timer keeps it.
+    SPROF_TRY(chosen, window::recorded_window(*profile.manifest, flags.dir + "/sprof.json"));
   }
   // Resolved per process against its steps, as record does (smdebug's lazily filled fields).
-  const int64_t clock_offset = profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns;
-  std::map<int32_t, window::ResolvedWindow> windows;
-  for (const auto& process : timeline.processes) windows[process.pid] = window::resolve(chosen, process, clock_offset);
+  window::TimelineWindows windows(chosen, timeline,
+                                  profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns);
   intervals::WriteOptions options;
   options.timer = *intervals::parse_python_timer(flags.python_timer);
   options.window = chosen.describe();
   if (flags.empty_dirs) options.max_empty_directories = SIZE_MAX;
   options.progress = stats_directories_progress();
   options.include = [&](const intervals::ProcessInterval& interval) {
-    auto it = windows.find(interval.pid);
-    return it == windows.end() || window::contains(it->second, interval.interval, clock_offset);
+    return windows.contains(interval.pid, interval.interval);
   };
   SPROF_TRY(intervals::WriteSummary summary, intervals::write_interval_stats(profile, timeline, options));
 

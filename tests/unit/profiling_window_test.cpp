@@ -326,10 +326,10 @@ TEST_CASE("interval predicate over a step timeline", "[window]") {
 }
 
 TEST_CASE("SPROF_WINDOW and the deterministic mode's environment", "[window][bootstrap]") {
-  CHECK(bootstrap::window_spec(ProfilingWindow{}) == "all");
-  CHECK(bootstrap::window_spec(make_window(2, 3, {}, {})) == "steps 2 3");
-  CHECK(bootstrap::window_spec(make_window({}, 3, {}, {})) == "steps - 3");
-  CHECK(bootstrap::window_spec(make_window({}, {}, 1700000000.25, {})) == "time 1700000000.25 -");
+  CHECK((ProfilingWindow{}).spec() == "all");
+  CHECK((make_window(2, 3, {}, {})).spec() == "steps 2 3");
+  CHECK((make_window({}, 3, {}, {})).spec() == "steps - 3");
+  CHECK((make_window({}, {}, 1700000000.25, {})).spec() == "time 1700000000.25 -");
   bootstrap::CprofileOptions options;
   options.profile_dir = "rel/prof";
   options.timer = CprofileTimer::cpu_time;

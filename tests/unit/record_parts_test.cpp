@@ -11,7 +11,7 @@
 
 #include "sampler/rate_timer.hpp"
 #include "sprof/manifest.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

@@ -36,7 +36,7 @@ inline constexpr const char* kEnvPythonProfiler = "SPROF_PYTHON_PROFILER";  // "
 inline constexpr const char* kEnvProfileDir = "SPROF_PROFILE_DIR";          // absolute profile directory
 inline constexpr const char* kEnvNodeHost = "SPROF_NODE_HOST";              // node id = "<pid>-<host>"
 inline constexpr const char* kEnvCprofileTimer = "SPROF_CPROFILE_TIMER";    // total_time|cpu_time|off_cpu_time|default
-inline constexpr const char* kEnvWindow = "SPROF_WINDOW";                   // window_spec()
+inline constexpr const char* kEnvWindow = "SPROF_WINDOW";                   // ProfilingWindow::spec()
 
 struct EmbeddedFile {
   std::string_view path;     // relative, '/'-separated: "sitecustomize.py", "sprof/__init__.py"
@@ -101,10 +101,6 @@ struct CprofileOptions {
   window::CprofileTimer timer = window::CprofileTimer::total_time;
   std::string node_host;              // empty: this host as `record` names it in node ids
 };
-
-// The SPROF_WINDOW text: "all", "boundaries", "steps <start> <num>" or "time <start> <duration>",
-// "-" for a missing value, times as %.17g Unix seconds.
-std::string window_spec(const window::ProfilingWindow& window);
 
 // The variables that turn deterministic mode on (SPROF_PYTHON_PROFILER ... SPROF_WINDOW). A
 // recorder that calls prepare() passes CprofileOptions instead; one that sets up the target's

@@ -9,7 +9,7 @@
 
 #include "sprof/interval_stats.hpp"
 #include "sprof/manifest.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 #include "sprof/result.hpp"
 #include "sprof/step_timeline.hpp"
 
@@ -17,12 +17,18 @@ namespace sprof::intervals {
 
 class IntervalStatsHook : public launch::RecordHooks {
  public:
-  // The step timeline of the finished recording; given the manifest on_finish holds (sprof.json
-  // on disk is not final yet).
-  using TimelineSource =
-      std::function<Result<timeline::StepTimeline>(const std::filesystem::path& dir, const store::Manifest& manifest)>;
+  // What the stats are cut along and which intervals get a directory, known only once the
+  // recording has ended: the step timeline, and the profiling window resolved against it
+  // (unset include: WriteOptions::include).
+  struct Inputs {
+    timeline::StepTimeline timeline;
+    std::function<bool(const ProcessInterval&)> include;
+  };
+  // Given the manifest on_finish holds (sprof.json on disk is not final yet).
+  using InputsSource =
+      std::function<Result<Inputs>(const std::filesystem::path& dir, const store::Manifest& manifest)>;
 
-  IntervalStatsHook(WriteOptions options, TimelineSource timeline);
+  IntervalStatsHook(WriteOptions options, InputsSource inputs);
 
   void on_start(const launch::RecordContext& context) override { interrupted_ = context.interrupted; }
   // Fails only when a file could not be written (ErrorKind::io: the recording is incomplete);
@@ -35,7 +41,7 @@ class IntervalStatsHook : public launch::RecordHooks {
 
  private:
   WriteOptions options_;
-  TimelineSource timeline_;
+  InputsSource inputs_;
   std::function<bool()> interrupted_ = [] { return false; };
   std::optional<WriteSummary> summary_;
 };

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -75,6 +76,10 @@ struct ProfilingWindow {
                                       std::optional<double> start_time_s, std::optional<double> duration_s,
                                       std::string_view source);
   std::string describe() const;  // "steps 2..4", "every interval", ...
+  // One line a program can parse back: "all", "boundaries", "steps <start> <num>" or
+  // "time <start> <duration>", "-" for a missing value, times as %.17g Unix seconds (the
+  // bootstrap's SPROF_WINDOW, sprof.json's python_profiling.window.kind).
+  std::string spec() const;
 };
 
 // What --profiler-config contributed.
@@ -113,6 +118,19 @@ ResolvedWindow resolve(const ProfilingWindow& window, const timeline::ProcessTim
 // Whether an interval of that process gets a stats directory: pre-step-zero and post-hook-close
 // always, the others by the step and time at their start boundary.
 bool contains(const ResolvedWindow& window, const timeline::Interval& interval, int64_t realtime_minus_monotonic_ns);
+
+// The window resolved for every process of a timeline, as record and stats-dirs choose the
+// intervals that get stats directories. A process the timeline does not know is inside.
+class TimelineWindows {
+ public:
+  TimelineWindows(const ProfilingWindow& window, const timeline::StepTimeline& timeline,
+                  int64_t realtime_minus_monotonic_ns);
+  bool contains(int32_t pid, const timeline::Interval& interval) const;
+
+ private:
+  std::map<int32_t, ResolvedWindow> windows_;
+  int64_t offset_ns_ = 0;
+};
 
 // The intervals of `process` inside the window, as flags parallel to process.intervals.
 std::vector<bool> select_intervals(const ProfilingWindow& window, const timeline::ProcessTimeline& process,

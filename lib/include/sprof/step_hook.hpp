@@ -23,7 +23,7 @@
 
 #include "sprof/bootstrap.hpp"
 #include "sprof/manifest.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 #include "sprof/result.hpp"
 #include "sprof/step_timeline.hpp"
 
@@ -59,6 +59,8 @@ class StepRecordHook : public launch::RecordHooks {
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
 
   const StepSummary& summary() const { return summary_; }
+  // The step timeline on_finish built (markers and --step-fn steps); nullopt until it has.
+  const std::optional<timeline::StepTimeline>& timeline() const { return timeline_; }
 
  private:
   void drain();
@@ -70,6 +72,7 @@ class StepRecordHook : public launch::RecordHooks {
   std::filesystem::path temp_dir_;   // the bootstrap's private directory
   bool log_failed_ = false;
   StepSummary summary_;
+  std::optional<timeline::StepTimeline> timeline_;
 };
 
 }  // namespace sprof::bootstrap

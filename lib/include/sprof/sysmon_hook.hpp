@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 #include "sprof/sysmon.hpp"
 
 namespace sprof::sysmon {

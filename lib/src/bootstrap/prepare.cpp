@@ -60,18 +60,6 @@ std::vector<std::string> BootstrapEnv::environment(char* const* base) const {
   return out;
 }
 
-std::string window_spec(const window::ProfilingWindow& w) {
-  auto integer = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
-  auto real = [](const std::optional<double>& v) { return v ? fmt::format("{:.17g}", *v) : std::string("-"); };
-  switch (w.kind) {
-    case window::ProfilingWindow::Kind::all: return "all";
-    case window::ProfilingWindow::Kind::boundaries: return "boundaries";
-    case window::ProfilingWindow::Kind::steps: return fmt::format("steps {} {}", integer(w.start_step), integer(w.num_steps));
-    case window::ProfilingWindow::Kind::time: return fmt::format("time {} {}", real(w.start_time_s), real(w.duration_s));
-  }
-  return "all";
-}
-
 std::vector<std::pair<std::string, std::string>> cprofile_environment(const CprofileOptions& options) {
   std::error_code ec;
   fs::path dir = fs::absolute(options.profile_dir, ec);
@@ -81,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> cprofile_environment(const Cpro
       {kEnvProfileDir, dir.lexically_normal().string()},
       {kEnvNodeHost, options.node_host.empty() ? launch::node_host() : options.node_host},
       {kEnvCprofileTimer, window::to_string(options.timer)},
-      {kEnvWindow, window_spec(options.window)},
+      {kEnvWindow, options.window.spec()},
   };
 }
 

@@ -233,6 +233,7 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
     }
   }
   manifest.extra.emplace_back("steps", summary_json(summary_, timeline, options_, notes).dump());
+  timeline_ = std::move(timeline);
   return {};
 }
 

@@ -9,8 +9,8 @@
 
 namespace sprof::intervals {
 
-IntervalStatsHook::IntervalStatsHook(WriteOptions options, TimelineSource timeline)
-    : options_(std::move(options)), timeline_(std::move(timeline)) {}
+IntervalStatsHook::IntervalStatsHook(WriteOptions options, InputsSource inputs)
+    : options_(std::move(options)), inputs_(std::move(inputs)) {}
 
 Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) {
   auto fail = [&](const Error& error) -> Status {
@@ -29,12 +29,13 @@ Status IntervalStatsHook::on_finish(const std::filesystem::path& output_dir, sto
   if (!profile.ok()) return fail(profile.error());
   store::attach_manifest(*profile, manifest);
   timeline::StepTimeline timeline;
-  if (timeline_) {
-    auto read = timeline_(output_dir, manifest);
-    if (!read.ok()) return fail(read.error());
-    timeline = std::move(read).value();
-  }
   WriteOptions options = options_;
+  if (inputs_) {
+    auto inputs = inputs_(output_dir, manifest);
+    if (!inputs.ok()) return fail(inputs.error());
+    timeline = std::move(inputs->timeline);
+    if (inputs->include) options.include = std::move(inputs->include);
+  }
   options.progress = [this](size_t done, size_t total) {
     if (interrupted_()) return false;
     return !options_.progress || options_.progress(done, total);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "launch/signals.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::launch {

@@ -5,7 +5,7 @@
 #include <ctime>
 
 #include "sprof/manifest.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 
 namespace sprof::launch {
 

@@ -16,7 +16,7 @@
 #include "sampler/process_sampler.hpp"
 #include "sampler/rate_timer.hpp"
 #include "sprof/pyframes.hpp"
-#include "sprof/record.hpp"
+#include "sprof/launch.hpp"
 
 namespace sprof::launch {
 

@@ -142,6 +142,18 @@ Result<ProfilingWindow> ProfilingWindow::make(std::optional<int64_t> start_step,
   return w;
 }
 
+std::string ProfilingWindow::spec() const {
+  auto integer = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  auto real = [](const std::optional<double>& v) { return v ? fmt::format("{:.17g}", *v) : std::string("-"); };
+  switch (kind) {
+    case Kind::all: return "all";
+    case Kind::boundaries: return "boundaries";
+    case Kind::steps: return fmt::format("steps {} {}", integer(start_step), integer(num_steps));
+    case Kind::time: return fmt::format("time {} {}", real(start_time_s), real(duration_s));
+  }
+  return "all";
+}
+
 std::string ProfilingWindow::describe() const {
   switch (kind) {
     case Kind::all: return "every interval";
@@ -354,6 +366,19 @@ ResolvedWindow resolve(const ProfilingWindow& window, const timeline::ProcessTim
     }
   }
   return r;
+}
+
+TimelineWindows::TimelineWindows(const ProfilingWindow& window, const timeline::StepTimeline& timeline,
+                                 int64_t realtime_minus_monotonic_ns)
+    : offset_ns_(realtime_minus_monotonic_ns) {
+  for (const auto& process : timeline.processes) {
+    windows_[process.pid] = resolve(window, process, realtime_minus_monotonic_ns);
+  }
+}
+
+bool TimelineWindows::contains(int32_t pid, const timeline::Interval& interval) const {
+  auto it = windows_.find(pid);
+  return it == windows_.end() || window::contains(it->second, interval, offset_ns_);
 }
 
 bool contains(const ResolvedWindow& window, const timeline::Interval& interval, int64_t realtime_minus_monotonic_ns) {

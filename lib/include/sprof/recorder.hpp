@@ -1,0 +1,44 @@
+#pragma once
+// `sprof record` as one library call: a plan in, a recording out. The stages run in this order:
+// launch the command (or attach) with the bootstrap's environment; sample until it ends, with
+// the system monitor and the markers channel beside the sampler; close the sample logs; build the
+// step timeline from the markers (and --step-fn) and write it as smdebug's step trace; resolve the
+// profiling window against it; write the per-interval stats directories; write sprof.json with
+// each stage's section. Values pass from stage to stage (the step timeline goes to the stats
+// writer in memory).
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "sprof/interval_stats.hpp"
+#include "sprof/launch.hpp"
+#include "sprof/python_profiling.hpp"
+#include "sprof/result.hpp"
+#include "sprof/step_hook.hpp"
+
+namespace sprof::recorder {
+
+struct RecordPlan {
+  launch::RecordOptions launch;        // command or attach_pid, rate, output, ...
+  window::PythonProfilingPlan python;  // python stats: profiler, window, cProfile timer
+  std::optional<int> system_interval_ms;  // system metrics every this many ms; unset: none
+  bootstrap::StepHookOptions steps;       // injection, PyTorch detection, --step-fn
+  intervals::PythonTimer stats_timer = intervals::PythonTimer::total_time;  // sampled stats
+  // Called now and then while the stats directories are written; false stops the writing.
+  std::function<bool(size_t done, size_t total)> stats_progress;
+};
+
+struct Recording {
+  launch::RecordResult result;  // output_dir empty: the command could not be started
+  bootstrap::StepSummary steps;
+  std::optional<intervals::WriteSummary> interval_stats;  // sampled stats written
+};
+
+// Usage errors (ErrorKind::usage) for a plan that cannot work: neither or both of a command and
+// a pid, cProfile with --pid or without the bootstrap, a system interval smdebug does not know.
+// `observers` (a status line) see the recording as hooks do, after the system monitor.
+Result<Recording> record(const RecordPlan& plan, const std::vector<launch::RecordHooks*>& observers = {});
+
+}  // namespace sprof::recorder
