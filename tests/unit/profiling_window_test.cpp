@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "sprof/bootstrap.hpp"
 #include "sprof/markers.hpp"
 #include "sprof/profiling_window.hpp"
+#include "sprof/python_profiling.hpp"
 #include "sprof/step_timeline.hpp"
 #include "window/python_literal.hpp"
 
@@ -322,7 +325,69 @@ TEST_CASE("interval predicate over a step timeline", "[window]") {
       double t = double(in.start.t_ns + offset) / 1e9;
       CHECK(tracker.active(*in.start.step, t) == resolved.contains_step(*in.start.step, t));
     }
+    // TimelineWindows (record's and stats-dirs' choice) agrees with select_intervals; a process
+    // the timeline does not know keeps every interval.
+    TimelineWindows windows(w, timeline, offset);
+    auto flags = select_intervals(w, p, offset);
+    for (size_t i = 0; i < p.intervals.size(); ++i) {
+      CHECK(windows.contains(7, p.intervals[i]) == flags[i]);
+      CHECK(windows.contains(8, p.intervals[i]));
+    }
   }
+}
+
+TEST_CASE("the python_profiling section of sprof.json round-trips the window", "[window]") {
+  store::Manifest manifest;
+  auto empty = recorded_window(manifest, "m.json");
+  REQUIRE(empty.ok());
+  CHECK(empty->kind == Kind::all);
+
+  PythonProfilingPlan plan;
+  plan.window = make_window(2, 3, {}, {});
+  plan.profiler = PythonProfiler::cprofile;
+  plan.timer = CprofileTimer::cpu_time;
+  set_python_profiling_section(manifest, plan);
+  set_python_profiling_section(manifest, plan);
+  CHECK(manifest.extra.size() == 1);
+  auto j = nlohmann::json::parse(manifest.extra[0].second);
+  CHECK(j["window"]["kind"] == "steps 2 3");
+  CHECK(j["cprofile_timer"] == "cpu_time");
+  auto back = recorded_window(manifest, "m.json");
+  REQUIRE(back.ok());
+  CHECK(back->spec() == "steps 2 3");
+
+  plan.window = make_window({}, {}, 1700000000.5, 2.0);
+  set_python_profiling_section(manifest, plan);
+  back = recorded_window(manifest, "m.json");
+  REQUIRE(back.ok());
+  CHECK(back->spec() == plan.window.spec());
+
+  // Values out of range in a hand-edited section are an error naming the file.
+  manifest.extra[0].second = R"({"window": {"start_step": -4}})";
+  auto bad = recorded_window(manifest, "m.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Contains("m.json"));
+}
+
+TEST_CASE("flags win over --profiler-config in the python profiling plan", "[window][config]") {
+  auto tmp = std::filesystem::temp_directory_path() / fmt::format("sprof-plan-{}.json", ::getpid());
+  std::ofstream(tmp) << python_config("{'StartStep': 5, 'NumSteps': 2, 'ProfilerName': 'cprofile'}");
+  PythonProfilingRequest request;
+  request.config_file = tmp.string();
+  auto from_file = plan_python_profiling(request);
+  REQUIRE(from_file.ok());
+  CHECK(from_file->cprofile());
+  CHECK(from_file->window.spec() == "steps 5 2");
+  request.window = make_window(1, 1, {}, {});
+  request.profiler = PythonProfiler::sampling;
+  auto flagged = plan_python_profiling(request);
+  REQUIRE(flagged.ok());
+  CHECK(flagged->sampled_stats());
+  CHECK(flagged->window.spec() == "steps 1 1");
+  CHECK(flagged->config_file == tmp.string());
+  std::filesystem::remove(tmp);
+  request.config_file = (tmp.parent_path() / "sprof-no-such-config.json").string();
+  CHECK_FALSE(plan_python_profiling(request).ok());
 }
 
 TEST_CASE("SPROF_WINDOW and the deterministic mode's environment", "[window][bootstrap]") {

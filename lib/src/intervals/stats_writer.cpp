@@ -7,10 +7,10 @@
 #include <system_error>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "intervals/stats_builder.hpp"
+#include "sprof/manifest_sections.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/profile.hpp"
 #include "store/file_bytes.hpp"
@@ -107,21 +107,18 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
 }
 
 void set_manifest_section(store::Manifest& manifest, const WriteSummary& summary, const WriteOptions& options) {
-  nlohmann::ordered_json section;
-  section["profiler"] = kSampledProfilerDir;
-  section["timer"] = std::string(to_string(options.timer));
-  section["window"] = options.window;
-  section["intervals"] = summary.intervals;
-  section["directories"] = summary.directories;
-  section["excluded"] = summary.excluded;
-  section["without_samples"] = summary.without_samples;
-  section["without_samples_not_written"] = summary.empty_not_written;
+  store::IntervalStatsSection section;
+  section.profiler = kSampledProfilerDir;
+  section.timer = std::string(to_string(options.timer));
+  section.window = options.window;
+  section.intervals = summary.intervals;
+  section.directories = summary.directories;
+  section.excluded = summary.excluded;
+  section.without_samples = summary.without_samples;
+  section.without_samples_not_written = summary.empty_not_written;
   // false: stopped early (a signal); `sprof stats-dirs` writes them all.
-  section["finished"] = !summary.interrupted;
-  auto& extra = manifest.extra;
-  extra.erase(std::remove_if(extra.begin(), extra.end(), [](const auto& e) { return e.first == kManifestSection; }),
-              extra.end());
-  extra.emplace_back(kManifestSection, section.dump());
+  section.finished = !summary.interrupted;
+  store::set_section(manifest, section);
 }
 
 }  // namespace sprof::intervals

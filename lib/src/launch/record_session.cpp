@@ -12,13 +12,13 @@
 #include <chrono>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "launch/child_process.hpp"
 #include "launch/output_dir.hpp"
 #include "launch/proc.hpp"
 #include "launch/signals.hpp"
+#include "sprof/manifest_sections.hpp"
 #include "sprof/version.hpp"
 
 namespace sprof::launch {
@@ -497,16 +497,15 @@ void RecordSession::add_costs_section() {
   // Each of sprof's own costs under its own name: the sampler (health.sampler_cpu_s) and each
   // hook's calls on the session thread while sampling and after it (the system monitor's own
   // thread is measured by the monitor: system_metrics.thread_cpu_s).
-  nlohmann::ordered_json parts = nlohmann::ordered_json::object();
+  store::OwnCostsSection section;
   for (size_t i = 0; i < hooks_.size(); ++i) {
     std::string name = hooks_[i]->cost_name();
     if (name.empty()) continue;
     const HookCost& c = hook_costs_[i];
-    parts[name] = {{"while_sampling_cpu_s", double(c.while_sampling_cpu_ns) / 1e9},
-                   {"after_sampling_cpu_s", double(c.after_cpu_ns) / 1e9},
-                   {"after_sampling_wall_s", double(c.after_wall_ns) / 1e9}};
+    section.parts.push_back({name, double(c.while_sampling_cpu_ns) / 1e9, double(c.after_cpu_ns) / 1e9,
+                             double(c.after_wall_ns) / 1e9});
   }
-  manifest_.extra.emplace_back("own_costs", parts.dump());
+  store::set_section(manifest_, section);
 }
 
 RecordProgress RecordSession::progress(int64_t now_ns) const {

@@ -5,10 +5,9 @@
 #include <memory>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
-
 #include "intervals/stats_builder.hpp"
 #include "sprof/layout.hpp"
+#include "sprof/manifest_sections.hpp"
 
 namespace sprof::query {
 
@@ -25,14 +24,9 @@ const ProcessInterval& SampledProfile::interval_of(const store::StatsRecord& rec
 namespace {
 
 std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) {
-  for (const auto& [key, text] : manifest.extra) {
-    if (key != intervals::kManifestSection) continue;
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object() && j.contains("timer") && j["timer"].is_string()) {
-      return intervals::parse_python_timer(j["timer"].get<std::string>());
-    }
-  }
-  return std::nullopt;
+  auto section = store::interval_stats_section(manifest);
+  if (!section || section->timer.empty()) return std::nullopt;
+  return intervals::parse_python_timer(section->timer);
 }
 
 }  // namespace

@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <set>
 
-#include <nlohmann/json.hpp>
 
 #include "report/analyze_parts.hpp"
 #include "report/window_functions.hpp"
+#include "sprof/manifest_sections.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_timeline.hpp"
@@ -80,32 +80,22 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
 
 void fill_own_costs(const store::Manifest& m, AnalyzeReport& report) {
   double sampling_s = m.end_ns > m.start_ns ? double(m.end_ns - m.start_ns) / 1e9 : 0;
-  const nlohmann::json* parts = nullptr;
-  nlohmann::json parsed;
-  for (const auto& [key, text] : m.extra) {
-    if (key != "own_costs") continue;
-    parsed = nlohmann::json::parse(text, nullptr, false);
-    if (parsed.is_object()) parts = &parsed;
-  }
+  auto parts = store::own_costs_section(m);
   auto& costs = report.own_costs;
-  if (parts == nullptr) {
+  if (!parts) {
     // Recorded before the costs were told apart: health.sampler_cpu_s was all of sprof's CPU.
     if (m.health.sampler_cpu_s > 0) costs.push_back({"sprof process", m.health.sampler_cpu_s, sampling_s, false});
     return;
   }
   costs.push_back({"sampler", m.health.sampler_cpu_s, sampling_s, false});
   if (report.sysmon_cpu_share) costs.push_back({"system monitor", *report.sysmon_cpu_share * sampling_s, sampling_s, false});
-  auto number = [](const nlohmann::json& j, const char* key) {
-    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
-  };
   // Under a millisecond is what the clock reads around a hook's calls cost by themselves: a hook
   // with nothing to do then still shows that much, so such parts are left out of the report.
   constexpr double kNegligibleCpuS = 0.001;
-  for (const auto& [name, part] : parts->items()) {
-    if (!part.is_object()) continue;
-    std::string label = name;
+  for (const auto& part : parts->parts) {
+    std::string label = part.name;
     std::replace(label.begin(), label.end(), '_', ' ');
-    double during = number(part, "while_sampling_cpu_s");
+    double during = part.while_sampling_cpu_s;
     // The system monitor's housekeeping calls are a small part of its thread's time, added to it.
     if (label == "system monitor" && report.sysmon_cpu_share) {
       for (auto& c : costs) {
@@ -114,23 +104,17 @@ void fill_own_costs(const store::Manifest& m, AnalyzeReport& report) {
     } else if (during >= kNegligibleCpuS) {
       costs.push_back({label, during, sampling_s, false});
     }
-    double after = number(part, "after_sampling_cpu_s");
-    if (after >= kNegligibleCpuS) costs.push_back({label, after, number(part, "after_sampling_wall_s"), true});
+    double after = part.after_sampling_cpu_s;
+    if (after >= kNegligibleCpuS) costs.push_back({label, after, part.after_sampling_wall_s, true});
   }
 }
 
 void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
-  for (const auto& [key, text] : m.extra) {
-    if (key != "system_metrics") continue;
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object()) continue;
-    if (j.contains("interval_ms") && j["interval_ms"].is_number_integer()) {
-      report.system_interval_ms = j["interval_ms"].get<int>();
-    }
-    if (j.contains("thread_cpu_s") && j.contains("wall_s") && j["wall_s"].is_number() &&
-        j["thread_cpu_s"].is_number() && j["wall_s"].get<double>() > 0) {
-      report.sysmon_cpu_share = j["thread_cpu_s"].get<double>() / j["wall_s"].get<double>();
-    }
+  auto section = store::system_metrics_section(m);
+  if (!section) return;
+  if (section->interval_ms) report.system_interval_ms = *section->interval_ms;
+  if (section->thread_cpu_s && section->wall_s && *section->wall_s > 0) {
+    report.sysmon_cpu_share = *section->thread_cpu_s / *section->wall_s;
   }
 }
 

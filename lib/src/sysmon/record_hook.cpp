@@ -1,7 +1,8 @@
-#include <nlohmann/json.hpp>
+#include "sprof/sysmon_hook.hpp"
+
 #include <spdlog/spdlog.h>
 
-#include "sprof/sysmon_hook.hpp"
+#include "sprof/manifest_sections.hpp"
 
 namespace sprof::sysmon {
 
@@ -28,14 +29,15 @@ Status SystemMonitorHook::on_finish(const std::filesystem::path& /*output_dir*/,
                 stats.gpus, static_cast<double>(stats.thread_cpu_ns) / 1e9, static_cast<double>(stats.wall_ns) / 1e9);
   if (!stopped.ok()) spdlog::warn("system metrics incomplete: {}", stopped.error().message);
   // What analyze reports about the metrics and what they cost.
-  nlohmann::ordered_json section = {{"node_id", options_.node_id},
-                                    {"interval_ms", options_.interval_ms},
-                                    {"ticks", stats.ticks},
-                                    {"gpus", stats.gpus},
-                                    {"thread_cpu_s", static_cast<double>(stats.thread_cpu_ns) / 1e9},
-                                    {"wall_s", static_cast<double>(stats.wall_ns) / 1e9}};
-  if (!stopped.ok()) section["error"] = stopped.error().message;
-  manifest.extra.emplace_back("system_metrics", section.dump());
+  store::SystemMetricsSection section;
+  section.node_id = options_.node_id;
+  section.interval_ms = options_.interval_ms;
+  section.ticks = static_cast<int64_t>(stats.ticks);
+  section.gpus = static_cast<int64_t>(stats.gpus);
+  section.thread_cpu_s = static_cast<double>(stats.thread_cpu_ns) / 1e9;
+  section.wall_s = static_cast<double>(stats.wall_ns) / 1e9;
+  if (!stopped.ok()) section.error = stopped.error().message;
+  store::set_section(manifest, section);
   return {};  // missing metrics never fail a recording
 }
 

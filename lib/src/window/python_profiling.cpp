@@ -1,8 +1,8 @@
 #include "sprof/python_profiling.hpp"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include "sprof/manifest_sections.hpp"
 
 namespace sprof::window {
 
@@ -44,18 +44,13 @@ nlohmann::json python_profiling_json(const PythonProfilingPlan& plan) {
 }
 
 void set_python_profiling_section(store::Manifest& manifest, const PythonProfilingPlan& plan) {
-  auto& extra = manifest.extra;
-  extra.erase(std::remove_if(extra.begin(), extra.end(),
-                             [](const auto& e) { return e.first == kPythonProfilingSection; }),
-              extra.end());
-  extra.emplace_back(kPythonProfilingSection, python_profiling_json(plan).dump());
+  store::set_section(manifest, kPythonProfilingSection, python_profiling_json(plan).dump());
 }
 
 Result<ProfilingWindow> recorded_window(const store::Manifest& manifest, const std::string& source) {
-  for (const auto& [key, text] : manifest.extra) {
-    if (key != kPythonProfilingSection) continue;
-    auto doc = nlohmann::json::parse(text, nullptr, false);
-    if (!doc.is_object() || !doc.contains("window") || !doc["window"].is_object()) break;
+  if (const std::string* text = store::find_section(manifest, kPythonProfilingSection)) {
+    auto doc = nlohmann::json::parse(*text, nullptr, false);
+    if (!doc.is_object() || !doc.contains("window") || !doc["window"].is_object()) return ProfilingWindow{};
     const auto& w = doc["window"];
     auto get_int = [&](const char* name) {
       return w.contains(name) && w[name].is_number_integer() ? std::optional<int64_t>(w[name].get<int64_t>())
