@@ -94,9 +94,9 @@ class BatchSize : public Rule {
  private:
   // {p25, p50, p75, p95, upper, lower}; the IQR's lower quartile is passed in (see the bug above).
   static Json box(const BoxStats& b, double iqr_p25) {
-    double iqr = b.p75 - iqr_p25;
-    return Json{{"p25", b.p25}, {"p50", b.p50}, {"p75", b.p75}, {"p95", b.p95},
-                {"upper", std::min(b.p75 + 1.5 * iqr, b.max)}, {"lower", std::max(b.p25 - 1.5 * iqr, b.min)}};
+    Json entry = Json::object();
+    append_box(entry, b, iqr_p25);
+    return entry;
   }
 
   Params params_;

@@ -21,8 +21,24 @@ void FrameworkBreakdown::add(const store::TraceEvent& e) {
     cpu_[lane][e.name] += dur;
   } else if (lane_lower.find("gpu") != std::string::npos) {
     gpu_[lane][e.name] += dur;
+    gpu_lanes_ = static_cast<double>(gpu_.size());
   } else if (lane.find("Step") != std::string::npos) {
+    if (options_.others && e.args.contains("step_num")) {
+      if (!loop_start_us_) loop_start_us_ = e.start_us;
+      loop_end_us_ = e.end_us;
+      step_intervals_.emplace_back(e.start_us, e.end_us);
+    }
     step_phases_[lane] += dur;
+    if (options_.others && loop_start_us_) {
+      if (options_.compat) {
+        // smdebug: others = (end - start) - sum(step_phases incl. others) / gpu_counts
+        double sum = 0;
+        for (const auto& [name, us] : step_phases_) sum += us;
+        step_phases_["others"] = static_cast<double>(loop_end_us_ - *loop_start_us_) - sum / gpu_lanes_;
+      } else if (!step_phases_.contains("others")) {
+        step_phases_["others"] = 0;  // keeps smdebug's key order; computed in finish()
+      }
+    }
   } else if (lane == "Forward-SubModuleInternal") {
     forward_[e.name] += dur;
   } else if (lane == "Backward-SubModuleInternal") {
@@ -54,6 +70,32 @@ std::vector<OperatorShare> filter_operators(const OrderedMap<std::string, Ordere
   return kept;
 }
 
+void FrameworkBreakdown::finish() {
+  if (options_.others && !options_.compat && loop_start_us_) step_phases_["others"] = outside_steps();
+}
+
+// The training loop's span minus the union of step intervals.
+double FrameworkBreakdown::outside_steps() const {
+  auto intervals = step_intervals_;
+  std::sort(intervals.begin(), intervals.end());
+  int64_t covered = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (const auto& [s, e] : intervals) {
+    if (!open || s > cur_end) {
+      if (open) covered += cur_end - cur_start;
+      cur_start = s;
+      cur_end = e;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) covered += cur_end - cur_start;
+  int64_t first = intervals.front().first, last = 0;
+  for (const auto& [s, e] : intervals) last = std::max(last, e);
+  return static_cast<double>(std::max<int64_t>(0, (last - first) - covered));
+}
+
 namespace {
 
 template <class Map>
@@ -67,20 +109,17 @@ double lane_total(const OrderedMap<std::string, double>& ops) { return sum_value
 
 }  // namespace
 
-void FrameworkBreakdown::write(Json& details, bool compat) const {
+void FrameworkBreakdown::write(Json& details, bool compat, RatioOrder order) const {
   // ratio: share of each CPU/GPU lane in their combined time.
   std::vector<std::string> labels;
   std::vector<double> totals;
-  for (const auto& [lane, ops] : cpu_) labels.push_back(lane);
-  for (const auto& [lane, ops] : gpu_) labels.push_back(lane);
-  if (compat) {
-    // smdebug lists CPU then GPU labels but GPU then CPU totals.
-    for (const auto& [lane, ops] : gpu_) totals.push_back(lane_total(ops));
-    for (const auto& [lane, ops] : cpu_) totals.push_back(lane_total(ops));
-  } else {
-    for (const auto& [lane, ops] : cpu_) totals.push_back(lane_total(ops));
-    for (const auto& [lane, ops] : gpu_) totals.push_back(lane_total(ops));
-  }
+  const bool gpu_first = order == RatioOrder::gpu_first;
+  for (const auto& [lane, ops] : gpu_first ? gpu_ : cpu_) labels.push_back(lane);
+  for (const auto& [lane, ops] : gpu_first ? cpu_ : gpu_) labels.push_back(lane);
+  // smdebug's bottleneck rules list CPU then GPU labels but GPU then CPU totals.
+  const bool totals_gpu_first = gpu_first || compat;
+  for (const auto& [lane, ops] : totals_gpu_first ? gpu_ : cpu_) totals.push_back(lane_total(ops));
+  for (const auto& [lane, ops] : totals_gpu_first ? cpu_ : gpu_) totals.push_back(lane_total(ops));
   double all = 0;
   for (double t : totals) all += t;
   details["ratio"] = Json::object();

@@ -1,10 +1,12 @@
 // Parameters, defaults and small helpers shared by the rules.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "rules/numeric.hpp"
 #include "rules/rule.hpp"
 #include "store/json_text.hpp"
 
@@ -110,6 +112,16 @@ std::string python_float_text(double value) {
   std::string out;
   store::append_python_float(out, value);
   return out;
+}
+
+void append_box(Json& entry, const BoxStats& b, double iqr_p25) {
+  double iqr = b.p75 - iqr_p25;
+  entry["p25"] = b.p25;
+  entry["p50"] = b.p50;
+  entry["p75"] = b.p75;
+  entry["p95"] = b.p95;
+  entry["upper"] = std::min(b.p75 + 1.5 * iqr, b.max);
+  entry["lower"] = std::max(b.p25 - 1.5 * iqr, b.min);
 }
 
 }  // namespace sprof::rules

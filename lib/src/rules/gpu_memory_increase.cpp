@@ -58,17 +58,11 @@ class GpuMemoryIncrease : public Rule {
         const auto& values = *values_.find(node)->find(gpu);
         std::span<const double> seen(values.data(), t.length);
         BoxStats box = box_stats(seen);
-        double iqr = box.p75 - box.p25;
         Json entry = Json::object();
         entry["increase"] = t.diff;
         entry["gpu_max"] = box.max;
         entry["p05"] = quantile(seen, 0.05);
-        entry["p25"] = box.p25;
-        entry["p50"] = box.p50;
-        entry["p75"] = box.p75;
-        entry["p95"] = box.p95;
-        entry["upper"] = std::min(box.p75 + 1.5 * iqr, box.max);
-        entry["lower"] = std::max(box.p25 - 1.5 * iqr, box.min);
+        append_box(entry, box, box.p25);
         node_details[gpu] = std::move(entry);
       }
       details_[node] = std::move(node_details);

@@ -70,17 +70,11 @@ class LowGpuUtilization : public Rule {
     ++violations_;
     datapoints_ = static_cast<int64_t>(values.size());
     BoxStats box = box_stats(values);
-    double iqr = box.p75 - box.p25;
     Json entry = Json::object();
     entry["gpu_max"] = box.max;
     entry["gpu_95"] = quantile(recent, 0.95);
     entry["gpu_5"] = quantile(recent, 0.05);
-    entry["p25"] = box.p25;
-    entry["p50"] = box.p50;
-    entry["p75"] = box.p75;
-    entry["p95"] = box.p95;
-    entry["upper"] = std::min(box.p75 + 1.5 * iqr, box.max);
-    entry["lower"] = std::max(box.p25 - 1.5 * iqr, box.min);
+    append_box(entry, box, box.p25);
     details_[node][gpu] = std::move(entry);
     details_["last_timestamp"] = window_start;
     auto& found = violations_per_gpu_[node + "/" + gpu];

@@ -103,4 +103,10 @@ bool has_step_events(const RulesInput& input);
 std::string format_number(double value);        // "12.5", "3"
 std::string python_float_text(double value);    // Python's repr of a float
 
+struct BoxStats;
+// The box plot the GPU rules report, appended to `entry` in smdebug's key order: p25, p50, p75,
+// p95 and the whiskers (upper, lower) at 1.5 IQR, clipped to max and min. The IQR's lower
+// quartile is passed in: BatchSize under --compat smdebug takes another series' (its bug).
+void append_box(Json& entry, const BoxStats& box, double iqr_p25);
+
 }  // namespace sprof::rules
