@@ -6,7 +6,7 @@
 #include "command.hpp"
 #include "fail_on.hpp"
 #include "sprof/analyze_render.hpp"
-#include "sprof/exit_codes.hpp"
+#include "exit_codes.hpp"
 #include "output_format.hpp"
 
 namespace sprof::cli {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "sprof/exit_codes.hpp"
+#include "exit_codes.hpp"
 
 namespace sprof::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
-#include "sprof/exit_codes.hpp"
+#include "exit_codes.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/version.hpp"
 

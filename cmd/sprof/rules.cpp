@@ -7,7 +7,7 @@
 
 #include "command.hpp"
 #include "fail_on.hpp"
-#include "sprof/exit_codes.hpp"
+#include "exit_codes.hpp"
 #include "output_format.hpp"
 #include "sprof/rules.hpp"
 #include "sprof/rules_render.hpp"

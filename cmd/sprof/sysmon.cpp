@@ -11,7 +11,7 @@
 
 #include "command.hpp"
 #include "option_checks.hpp"
-#include "sprof/exit_codes.hpp"
+#include "exit_codes.hpp"
 #include "sprof/sysmon.hpp"
 
 namespace sprof::cli {
