@@ -40,4 +40,4 @@ sprof_stage(rules DEPS store
 sprof_stage(report DEPS query rules store timeline
   HEADERS analyze sample_report)
 sprof_stage(render DEPS report query rules store
-  HEADERS analyze_render pstats_table rules_render stats_render text_table)
+  HEADERS analyze_render pstats_table record_render rules_render stats_render text_table)

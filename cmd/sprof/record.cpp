@@ -13,6 +13,7 @@
 #include "progress_line.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/python_profiling.hpp"
+#include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
@@ -61,11 +62,6 @@ class StatusLine : public launch::RecordHooks {
   bool shown_ = false;
 };
 
-std::string shorten(const std::string& path, size_t max) {
-  if (path.size() <= max) return path;
-  return "..." + path.substr(path.size() - (max - 3));
-}
-
 void print_summary(const launch::RecordResult& result, const RecordFlags& flags) {
   auto profile = store::load_profile_samples(result.output_dir);
   if (!profile.ok()) {
@@ -75,26 +71,9 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
   query::SampleFilter filter;
   filter.include_idle = flags.idle;
   filter.gil_only = flags.gil;
-  report::SampleSummary s = report::summarize(*profile, filter, 10);
-  const auto& h = result.manifest.health;
-  fmt::print(stderr, "sprof: sampled {:.1f} s: {} samples from {} process{}, {} thread{}; {:.2f}% invalid ({} of {})\n",
-             s.duration_s, s.samples, s.processes, s.processes == 1 ? "" : "es", s.threads, s.threads == 1 ? "" : "s",
-             100.0 * s.invalid_share, s.invalid, s.samples + s.invalid);
-  if (h.behind_warnings > 0 || h.late_ticks > h.ticks / 10) {
-    fmt::print(stderr, "sprof: sampling ran late: {} of {} ticks late, worst {:.1f} ms; achieved {:.0f} Hz of {:.0f}\n",
-               h.late_ticks, h.ticks, h.max_lag_ms, h.achieved_rate_hz, result.manifest.rate_hz);
-  }
-  if (!s.top.empty() && s.kept_s > 0) {
-    std::string what = flags.gil ? "GIL-holding samples" : (flags.idle ? "all samples" : "idle samples excluded");
-    fmt::print(stderr, "Top functions by self time ({}, {:.2f} s):\n", what, s.kept_s);
-    fmt::print(stderr, "  {:>6}  {:>6}  {:>9}  {}\n", "self%", "total%", "self s", "function (file:line)");
-    for (const auto& f : s.top) {
-      fmt::print(stderr, "  {:>5.1f}%  {:>5.1f}%  {:>9.3f}  {} ({}:{})\n", 100.0 * f.self_s / s.kept_s,
-                 100.0 * f.total_s / s.kept_s, f.self_s, f.name, shorten(f.file, 60), f.first_line);
-    }
-  }
+  report::SampleSummary summary = report::summarize(*profile, filter, 10);
+  fmt::print(stderr, "{}", render::record_summary_text(result.manifest, summary, filter));
 }
-
 
 // --- Profiling windows and deterministic mode (--python-profiler cprofile) ---------------------
 

@@ -1,0 +1,40 @@
+#include "sprof/record_render.hpp"
+
+#include <fmt/format.h>
+
+namespace sprof::render {
+namespace {
+
+std::string shorten(const std::string& path, size_t max) {
+  if (path.size() <= max) return path;
+  return "..." + path.substr(path.size() - (max - 3));
+}
+
+}  // namespace
+
+std::string record_summary_text(const store::Manifest& manifest, const report::SampleSummary& s,
+                                const query::SampleFilter& filter) {
+  std::string out = fmt::format(
+      "sprof: sampled {:.1f} s: {} samples from {} process{}, {} thread{}; {:.2f}% invalid ({} of {})\n", s.duration_s,
+      s.samples, s.processes, s.processes == 1 ? "" : "es", s.threads, s.threads == 1 ? "" : "s",
+      100.0 * s.invalid_share, s.invalid, s.samples + s.invalid);
+  const auto& h = manifest.health;
+  if (h.behind_warnings > 0 || h.late_ticks > h.ticks / 10) {
+    out += fmt::format("sprof: sampling ran late: {} of {} ticks late, worst {:.1f} ms; achieved {:.0f} Hz of {:.0f}\n",
+                       h.late_ticks, h.ticks, h.max_lag_ms, h.achieved_rate_hz, manifest.rate_hz);
+  }
+  if (!s.top.empty() && s.kept_s > 0) {
+    std::string what = filter.gil_only       ? "GIL-holding samples"
+                       : filter.include_idle ? "all samples"
+                                             : "idle samples excluded";
+    out += fmt::format("Top functions by self time ({}, {:.2f} s):\n", what, s.kept_s);
+    out += fmt::format("  {:>6}  {:>6}  {:>9}  {}\n", "self%", "total%", "self s", "function (file:line)");
+    for (const auto& f : s.top) {
+      out += fmt::format("  {:>5.1f}%  {:>5.1f}%  {:>9.3f}  {} ({}:{})\n", 100.0 * f.self_s / s.kept_s,
+                         100.0 * f.total_s / s.kept_s, f.self_s, f.name, shorten(f.file, 60), f.first_line);
+    }
+  }
+  return out;
+}
+
+}  // namespace sprof::render
