@@ -32,7 +32,6 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   analyze_options.slowest_steps = options.slowest;
   SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
-  for (const auto& w : report.warnings) spdlog::warn("{}", w);
   if (options.json || options.format == "json") {
     fmt::print("{}", render::analyze_json(report));
   } else {

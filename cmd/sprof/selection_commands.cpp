@@ -133,20 +133,21 @@ Result<SelectionCommand> between_modes_spec(const SelectionFlags& flags) {
 
 void no_flags(CLI::App*, SelectionFlags&) {}
 
-Result<SelectionCommand> pre_step_zero_spec(const SelectionFlags&) {
+// A selection without parameters.
+SelectionCommand fixed_selection(const char* description, query::Selection (*select)(const query::Selection&)) {
   SelectionCommand spec;
   spec.query = Json::object();
-  spec.description = "start phase start (before step 0)";
-  spec.select = query::select_pre_step_zero;
+  spec.description = description;
+  spec.select = select;
   return spec;
 }
 
+Result<SelectionCommand> pre_step_zero_spec(const SelectionFlags&) {
+  return fixed_selection("start phase start (before step 0)", query::select_pre_step_zero);
+}
+
 Result<SelectionCommand> post_hook_close_spec(const SelectionFlags&) {
-  SelectionCommand spec;
-  spec.query = Json::object();
-  spec.description = "end phase end (to the end of the job)";
-  spec.select = query::select_post_hook_close;
-  return spec;
+  return fixed_selection("end phase end (to the end of the job)", query::select_post_hook_close);
 }
 
 const SelectionCommandDef kSelectionCommands[] = {

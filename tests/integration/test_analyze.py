@@ -184,6 +184,15 @@ class AnalyzeSyntheticSteps(TempDirTestCase):
         self.assertIn("NoSuchRule", proc.stderr)
         proc = run_sprof("analyze", self.tmp, "--param", "StepOutlier_bogus=1", check=EXIT_USAGE)
         self.assertIn("bogus", proc.stderr)
+        # An unreadable trace file is skipped and said once (the rules read the same events).
+        pevents = os.path.dirname(sorted(glob.glob(os.path.join(self.tmp, "framework", "pevents", "*", "*.json")))[0])
+        bad = os.path.join(pevents, "9999_bad_model_timeline.json")
+        with open(bad, "w") as f:
+            f.write('{"bad')
+        proc = run_sprof("analyze", self.tmp, check=EXIT_OK)
+        self.assertEqual(proc.stderr.count("9999_bad_model_timeline.json"), 1, proc.stderr)
+        self.assertIn("9999_bad_model_timeline.json", analyze_json(self.tmp)["warnings"][0])
+        os.remove(bad)
         # A corrupt line in the middle of a metrics file: the file and line are named.
         path = sorted(glob.glob(os.path.join(self.tmp, "system", "*", "*", "*.json")))[0]
         with open(path) as f:

@@ -136,7 +136,7 @@ struct AnalyzeReport {
   std::string system_note;
 
   std::vector<rules::RuleResult> rules;
-  std::vector<std::string> warnings;  // files skipped while reading
+  std::vector<std::string> warnings;  // files skipped while reading (each already logged once)
 };
 
 // Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 
 #include "report/analyze_parts.hpp"
 #include "report/window_functions.hpp"
@@ -168,7 +170,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   }
   SPROF_TRY(auto system, store::read_system_metrics(dir));
   SPROF_TRY(auto trace, store::read_trace_events(dir));
-  report.warnings = trace.warnings;
+  report.warnings = trace.warnings;  // read_trace_events has logged them
 
   fill_job(samples ? &*samples : nullptr, system, trace.events, report.job);
 
@@ -179,7 +181,10 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   if (steps.empty() && manifest != nullptr && contents.markers) {
     SPROF_TRY(auto from_markers, steps_from_markers(dir, *manifest));
     steps = std::move(from_markers);
-    if (!steps.empty()) report.warnings.push_back("steps read from markers/markers.log (no step trace in framework/pevents)");
+    if (!steps.empty()) {
+      report.warnings.push_back("steps read from markers/markers.log (no step trace in framework/pevents)");
+      spdlog::warn("{}", report.warnings.back());
+    }
   }
   report.step_stats = step_statistics(steps, report.outlier_stddev);
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
