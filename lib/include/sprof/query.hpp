@@ -46,6 +46,17 @@ struct NodeSelection {
 Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
                                                std::string_view node = kAnyNode);
 
+// smdebug's list_available_node_ids, with what each node holds: stats counts per profiler and
+// the time they span. Sorted by node id.
+struct NodeSummary {
+  std::string node_id;
+  size_t cprofile = 0;
+  size_t pyinstrument = 0;
+  double first_start_us = 0.0;
+  double last_end_us = 0.0;
+};
+std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index);
+
 struct StepQuery {
   double start_step = 0;
   double end_step = 0;  // fetch_profile_stats_by_step: end_step=None means start_step

@@ -25,6 +25,11 @@ std::string end_step_text(const store::StatsDirName& name);
 // list-stats: one row per record.
 std::string records_table(const std::vector<const store::StatsRecord*>& records, const TextStyle& style);
 
+// nodes: one entry or row per node.
+Json nodes_json(const std::vector<query::NodeSummary>& nodes);
+std::string nodes_csv(const std::vector<query::NodeSummary>& nodes);
+std::string nodes_table(const std::vector<query::NodeSummary>& nodes, const TextStyle& style);
+
 // Which functions of an aggregate are shown, in which order.
 struct FunctionOrder {
   std::string sort = "cumtime";  // tottime | cumtime | ncalls | pcalls

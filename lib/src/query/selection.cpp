@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -147,6 +148,26 @@ std::vector<JobPhaseGroup> job_phases(const std::vector<TrainingPhase>& phases, 
   if (!init.parts.empty()) out.push_back(std::move(init));
   out.push_back(std::move(loop));
   if (!final.parts.empty()) out.push_back(std::move(final));
+  return out;
+}
+
+std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index) {
+  std::map<std::string, NodeSummary> nodes;  // sorted by node id, like smdebug
+  for (const store::StatsRecord& r : index.records) {
+    auto [it, inserted] = nodes.try_emplace(r.node_id);
+    NodeSummary& s = it->second;
+    if (inserted) {
+      s.node_id = r.node_id;
+      s.first_start_us = r.name.start.time_us;
+      s.last_end_us = r.name.end.time_us;
+    }
+    (r.profiler == store::kCprofileName ? s.cprofile : s.pyinstrument)++;
+    s.first_start_us = std::min(s.first_start_us, r.name.start.time_us);
+    s.last_end_us = std::max(s.last_end_us, r.name.end.time_us);
+  }
+  std::vector<NodeSummary> out;
+  out.reserve(nodes.size());
+  for (auto& [id, s] : nodes) out.push_back(std::move(s));
   return out;
 }
 

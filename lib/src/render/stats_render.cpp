@@ -130,4 +130,40 @@ std::string records_table(const std::vector<const store::StatsRecord*>& rows, co
   return table.render(style.color, style.width);
 }
 
+Json nodes_json(const std::vector<query::NodeSummary>& nodes) {
+  Json list = Json::array();
+  for (const auto& s : nodes) {
+    Json j;
+    j["node_id"] = s.node_id;
+    j["cprofile_stats"] = s.cprofile;
+    j["pyinstrument_stats"] = s.pyinstrument;
+    j["first_start_time_since_epoch_in_micros"] = s.first_start_us;
+    j["last_end_time_since_epoch_in_micros"] = s.last_end_us;
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+std::string nodes_csv(const std::vector<query::NodeSummary>& nodes) {
+  std::string text = csv_line({"node_id", "cprofile_stats", "pyinstrument_stats",
+                               "first_start_time_since_epoch_in_micros", "last_end_time_since_epoch_in_micros"});
+  for (const auto& s : nodes) {
+    text += csv_line({s.node_id, std::to_string(s.cprofile), std::to_string(s.pyinstrument),
+                      store::python_float_repr(s.first_start_us), store::python_float_repr(s.last_end_us)});
+  }
+  return text;
+}
+
+std::string nodes_table(const std::vector<query::NodeSummary>& nodes, const TextStyle& style) {
+  TextTable table({"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"});
+  for (const auto& s : nodes) {
+    table.add_row({{s.node_id, ""},
+                   {std::to_string(s.cprofile), ""},
+                   {std::to_string(s.pyinstrument), ""},
+                   {store::python_float_repr(s.first_start_us), ""},
+                   {store::python_float_repr(s.last_end_us), ""}});
+  }
+  return table.render(style.color, style.width);
+}
+
 }  // namespace sprof::render
