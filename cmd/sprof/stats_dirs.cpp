@@ -7,10 +7,7 @@
 #include "command.hpp"
 #include "progress_line.hpp"
 #include "sprof/interval_stats.hpp"
-#include "sprof/layout.hpp"
-#include "sprof/profile_samples.hpp"
-#include "sprof/python_profiling.hpp"
-#include "sprof/step_timeline.hpp"
+#include "sprof/recorder.hpp"
 #include "window_flags.hpp"
 
 namespace sprof::cli {
@@ -25,48 +22,17 @@ struct StatsDirsFlags {
 };
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
-  if (!store::detect(flags.dir).raw_samples()) {
-    return make_error(ErrorKind::usage, "{} is not a sprof profile root (it needs sprof.json and samples/)",
-                      flags.dir);
+  recorder::StatsDirsPlan plan;
+  SPROF_TRY(plan.window, window_from_flags(flags.window));
+  plan.every_interval = flags.every_interval;
+  plan.timer = *intervals::parse_python_timer(flags.python_timer);
+  plan.empty_dirs = flags.empty_dirs;
+  plan.progress = stats_directories_progress();
+  SPROF_TRY(recorder::StatsDirsResult result, recorder::rewrite_stats_directories(flags.dir, plan));
+  if (!global_options().quiet) {
+    if (result.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
+    fmt::print(stderr, "sprof: wrote {} in {}\n", result.summary.text(), flags.dir);
   }
-  SPROF_TRY(std::optional<window::ProfilingWindow> flag_window, window_from_flags(flags.window));
-  if (flag_window && flags.every_interval) {
-    return make_error(ErrorKind::usage, "--every-interval and the --python-* window flags are mutually exclusive");
-  }
-  SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags.dir));
-  SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(flags.dir));
-  window::ProfilingWindow chosen;
-  if (flag_window) {
-    chosen = *flag_window;
-  } else if (!flags.every_interval) {
-    // The window record used, so that rewriting with another timer keeps it.
-    SPROF_TRY(chosen, window::recorded_window(*profile.manifest, flags.dir + "/sprof.json"));
-  }
-  // Resolved per process against its steps, as record does (smdebug's lazily filled fields).
-  window::TimelineWindows windows(chosen, timeline,
-                                  profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns);
-  intervals::WriteOptions options;
-  options.timer = *intervals::parse_python_timer(flags.python_timer);
-  options.window = chosen.describe();
-  if (flags.empty_dirs) options.max_empty_directories = SIZE_MAX;
-  options.progress = stats_directories_progress();
-  options.include = [&](const intervals::ProcessInterval& interval) {
-    return windows.contains(interval.pid, interval.interval);
-  };
-  SPROF_TRY(intervals::WriteSummary summary, intervals::write_interval_stats(profile, timeline, options));
-
-  // Keep sprof.json's account of the stats directories true.
-  store::Manifest manifest = std::move(*profile.manifest);
-  intervals::set_manifest_section(manifest, summary, options);
-  if (manifest.state == "recording") {
-    // load_profile_samples filled in the processes and the end from the sample logs.
-    manifest.state = store::kRecoveredState;
-    manifest.errors.push_back(
-        "the recording did not finish; stats-dirs took its processes and end time from the sample logs");
-    if (!global_options().quiet) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
-  }
-  SPROF_TRY_STATUS(store::write_manifest(flags.dir, manifest));
-  if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} in {}\n", summary.text(), flags.dir);
   return 0;
 }
 

@@ -41,4 +41,24 @@ struct Recording {
 // `observers` (a status line) see the recording as hooks do, after the system monitor.
 Result<Recording> record(const RecordPlan& plan, const std::vector<launch::RecordHooks*>& observers = {});
 
+// `sprof stats-dirs`: the end of a recording again, later: rewrites a recorded profile's
+// per-interval stats directories from its raw samples and step timeline (another timer, another
+// window), keeps sprof.json's interval_stats section true, and finishes a recording that never
+// ended (state "recording" becomes "recovered", with processes and end from the sample logs).
+struct StatsDirsPlan {
+  std::optional<window::ProfilingWindow> window;  // unset: the window record used
+  bool every_interval = false;                    // every interval, whatever window record used
+  intervals::PythonTimer timer = intervals::PythonTimer::total_time;
+  bool empty_dirs = false;  // directories for sample-less intervals even beyond the usual bound
+  std::function<bool(size_t done, size_t total)> progress;
+};
+
+struct StatsDirsResult {
+  intervals::WriteSummary summary;
+  bool recovered = false;  // the recording had not finished; sprof.json now says "recovered"
+};
+
+// Usage errors: not a profile root with raw samples, a window together with every_interval.
+Result<StatsDirsResult> rewrite_stats_directories(const std::filesystem::path& dir, const StatsDirsPlan& plan);
+
 }  // namespace sprof::recorder
