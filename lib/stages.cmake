@@ -39,5 +39,5 @@ sprof_stage(rules DEPS store
   HEADERS rules)
 sprof_stage(report DEPS query rules store timeline
   HEADERS analyze sample_report)
-sprof_stage(render DEPS report query rules store
-  HEADERS analyze_render pstats_table record_render rules_render stats_render text_table)
+sprof_stage(render DEPS pyframes query report rules store
+  HEADERS analyze_render dump_render pstats_table record_render rules_render stats_render text_table)

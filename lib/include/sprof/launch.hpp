@@ -97,6 +97,9 @@ struct RecordResult {
 Result<RecordResult> record(const RecordOptions& options, const std::vector<RecordHooks*>& hooks);
 
 // The default output directory name: sprof-<pid>-<YYYYMMDDTHHMMSSZ>.
+// A process's argv from /proc/PID/cmdline; empty when unreadable.
+std::vector<std::string> cmdline_of(pid_t pid);
+
 std::string default_output_name(pid_t pid, int64_t realtime_ns);
 
 }  // namespace sprof::launch

@@ -64,6 +64,16 @@ struct ReadStats {
   uint64_t remote_reads = 0;  // process_vm_readv calls made (the main cost of a sample)
 };
 
+class PythonProcess;
+
+// One read of every thread's stack, as `sprof dump` shows it.
+struct StackSnapshot {
+  std::vector<ThreadStack> stacks;
+  ReadStats stats;
+  double wall_us = 0;  // what the first read cost the reading thread (retries left out)
+  double cpu_us = 0;
+};
+
 class PythonProcess {
  public:
   virtual ~PythonProcess() = default;
@@ -92,5 +102,9 @@ class PythonProcess {
   // identity when caching names. Python 2 threads have no name here.
   virtual std::optional<std::string> thread_name(uint64_t python_thread_id) = 0;
 };
+
+// Reads every thread's stack; a read that tore a stack (non-blocking) is made again up to
+// `retries` times, keeping the last read's stacks and the first read's cost.
+Result<StackSnapshot> read_snapshot(PythonProcess& process, const SampleOptions& options, int retries);
 
 }  // namespace sprof::pyframes

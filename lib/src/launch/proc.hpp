@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sprof/launch.hpp"  // cmdline_of
+
 namespace sprof::launch {
 
 // Direct children of `pid` (of any of its threads), from /proc/PID/task/*/children.
@@ -18,7 +20,6 @@ std::string exe_of(pid_t pid);  // readlink /proc/PID/exe; empty when unreadable
 // Changes when the process execs, even into the same binary: the executable plus the code, stack
 // and heap start addresses from /proc/PID/stat, which exec lays out anew (randomised by ASLR).
 std::string image_identity(pid_t pid);
-std::vector<std::string> cmdline_of(pid_t pid);
 std::optional<std::string> environment_variable(pid_t pid, const std::string& name);
 // The host part of smdebug node ids: SageMaker's current_host, else the host name; '_' -> '-'.
 std::string node_host();
