@@ -234,37 +234,18 @@ Result<std::optional<RecordResult>> RecordSession::start_launch() {
 }
 
 void RecordSession::loop() {
-  timer_ = std::make_unique<sampler::RateTimer>(
-      options_.rate_hz, options_.seed != 0 ? options_.seed : uint64_t(realtime_ns()), start_ns_);
+  sampler::LoopOptions loop_options;
+  loop_options.rate_hz = options_.rate_hz;
+  loop_options.seed = options_.seed != 0 ? options_.seed : uint64_t(realtime_ns());
+  loop_options.start_ns = start_ns_;
   deadline_ns_ = options_.duration_s > 0 ? start_ns_ + int64_t(options_.duration_s * 1e9) : INT64_MAX;
+  loop_options.deadline_ns = deadline_ns_;
+  loop_options.housekeeping_ns = kHousekeepingNs;
+  loop_ = std::make_unique<sampler::SamplingLoop>(loop_options);
   last_tick_ns_ = start_ns_;
   session_cpu_start_ns_ = thread_cpu_ns();  // the sampler's cost counts from here
-  int64_t next_housekeeping = start_ns_;
-  while (!stop_) {
-    int64_t now = monotonic_ns();
-    if (now >= timer_->due_ns()) {
-      bool sampled = tick(now);
-      if (timer_->on_tick(now, sampled) && now >= next_behind_warning_ns_) {
-        spdlog::warn("sampling fell more than 1 s behind (lag {:.1f} s); results stay unbiased but sparser. "
-                     "Try a lower --rate",
-                     double(timer_->last_lag_ns()) / 1e9);
-        next_behind_warning_ns_ = now + 10'000 * kMs;
-      }
-      now = monotonic_ns();
-    }
-    if (now >= next_housekeeping) {
-      housekeeping(now);
-      int64_t took = monotonic_ns() - now;
-      if (took > 20 * kMs) spdlog::debug("housekeeping took {:.1f} ms", double(took) / 1e6);
-      next_housekeeping = now + kHousekeepingNs;
-    }
-    if (stop_) break;
-    int64_t wake = std::min({timer_->due_ns(), next_housekeeping, deadline_ns_});
-    if (wake > now) {
-      timespec ts{time_t(wake / 1'000'000'000), long(wake % 1'000'000'000)};
-      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: a signal; loop on
-    }
-  }
+  loop_->run([this](int64_t now) { return tick(now); }, [this](int64_t now) { housekeeping(now); },
+             [this] { return stop_; });
 }
 
 bool RecordSession::tick(int64_t now_ns) {
@@ -277,13 +258,6 @@ bool RecordSession::tick(int64_t now_ns) {
     int64_t at = monotonic_ns();
     Status status = t->sampler->sample(at, fallback, sample_options_);
     if (!status.ok()) on_sample_error(*t, status.error(), at);
-    ++tick_processes_;
-  }
-  if (any) {
-    ++ticks_;
-    int64_t took = monotonic_ns() - now_ns;
-    tick_wall_ns_ += took;
-    max_tick_ns_ = std::max(max_tick_ns_, took);
   }
   return any;
 }
@@ -594,15 +568,16 @@ Result<RecordResult> RecordSession::finish() {
   manifest_.end_ns = end;
   manifest_.errors = errors_;
   store::SamplingHealth& h = manifest_.health;
-  h.ticks = ticks_;
+  const uint64_t ticks = loop_ ? loop_->ticks() : 0;
+  h.ticks = ticks;
   h.thread_samples = samples;
   h.invalid = invalid;
-  h.late_ticks = timer_ ? timer_->late_ticks() : 0;
-  h.max_lag_ms = timer_ ? double(std::max<int64_t>(timer_->max_lag_ns(), 0)) / 1e6 : 0;
-  h.behind_warnings = timer_ ? timer_->behind_events() : 0;
-  h.achieved_rate_hz = end > start_ns_ ? double(ticks_) / (double(end - start_ns_) / 1e9) : 0;
-  h.mean_tick_us = ticks_ > 0 ? double(tick_wall_ns_) / double(ticks_) / 1e3 : 0;
-  h.max_tick_ms = double(max_tick_ns_) / 1e6;
+  h.late_ticks = loop_ ? loop_->timer().late_ticks() : 0;
+  h.max_lag_ms = loop_ ? double(std::max<int64_t>(loop_->timer().max_lag_ns(), 0)) / 1e6 : 0;
+  h.behind_warnings = loop_ ? loop_->timer().behind_events() : 0;
+  h.achieved_rate_hz = end > start_ns_ ? double(ticks) / (double(end - start_ns_) / 1e9) : 0;
+  h.mean_tick_us = ticks > 0 ? double(loop_->tick_wall_ns()) / double(ticks) / 1e3 : 0;
+  h.max_tick_ms = loop_ ? double(loop_->max_tick_ns()) / 1e6 : 0;
   // The sampler's own CPU time: the session thread's, less what the hooks took on it.
   int64_t hooks_cpu_ns = 0;
   for (const HookCost& c : hook_costs_) hooks_cpu_ns += c.while_sampling_cpu_ns;

@@ -1,5 +1,6 @@
 #pragma once
-// One recording: the processes it follows, the sampling loop, and the profile it writes.
+// One recording: the processes it follows, what each tick of the sampling loop
+// (sampler/sampling_loop) samples, and the profile it writes.
 // Single-threaded: ticks, housekeeping (reaping, descendant discovery, attach retries, flushes,
 // thread names, progress) and the hooks all run on the calling thread, so no locks are needed
 // on the sampling path.
@@ -14,7 +15,7 @@
 
 #include "launch/signals.hpp"
 #include "sampler/process_sampler.hpp"
-#include "sampler/rate_timer.hpp"
+#include "sampler/sampling_loop.hpp"
 #include "sprof/pyframes.hpp"
 #include "sprof/launch.hpp"
 
@@ -83,17 +84,12 @@ class RecordSession {
   std::string stop_reason_;
 
   std::unique_ptr<SignalGuard> signals_;  // from run() until it returns
-  std::unique_ptr<sampler::RateTimer> timer_;
+  std::unique_ptr<sampler::SamplingLoop> loop_;  // from the start of sampling
   int64_t start_ns_ = 0;
   int64_t deadline_ns_ = 0;
   int64_t last_tick_ns_ = 0;
   int64_t next_discovery_ns_ = 0;
   int64_t next_progress_ns_ = 0;
-  int64_t next_behind_warning_ns_ = 0;
-  int64_t tick_wall_ns_ = 0;
-  int64_t max_tick_ns_ = 0;
-  uint64_t ticks_ = 0;
-  uint64_t tick_processes_ = 0;
   std::vector<std::string> errors_;
   std::vector<std::string> write_errors_;
 

@@ -1,0 +1,47 @@
+#pragma once
+// The sampling loop of a recording, on the calling thread: a tick at each time the rate timer
+// draws, the caller's housekeeping between ticks at a fixed period, and sleep in between (a
+// signal, SIGCHLD included, cuts a sleep short). What a tick samples is the caller's (the
+// processes it follows); the loop keeps the time and counts the ticks.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "sampler/rate_timer.hpp"
+
+namespace sprof::sampler {
+
+struct LoopOptions {
+  double rate_hz = 100;
+  uint64_t seed = 1;
+  int64_t start_ns = 0;         // CLOCK_MONOTONIC
+  int64_t deadline_ns = INT64_MAX;  // no sleep goes past it (housekeeping decides to stop there)
+  int64_t housekeeping_ns = 20'000'000;
+};
+
+class SamplingLoop {
+ public:
+  explicit SamplingLoop(const LoopOptions& options);
+
+  // Runs until stop() is true after a tick or housekeeping. tick(now) samples and says whether
+  // anything was sampled (only those ticks count); housekeeping(now) runs at least every
+  // housekeeping_ns.
+  void run(const std::function<bool(int64_t now_ns)>& tick, const std::function<void(int64_t now_ns)>& housekeeping,
+           const std::function<bool()>& stop);
+
+  uint64_t ticks() const { return ticks_; }               // ticks that sampled something
+  int64_t tick_wall_ns() const { return tick_wall_ns_; }  // their summed wall time
+  int64_t max_tick_ns() const { return max_tick_ns_; }
+  const RateTimer& timer() const { return timer_; }
+
+ private:
+  LoopOptions options_;
+  RateTimer timer_;
+  int64_t next_behind_warning_ns_ = 0;
+  uint64_t ticks_ = 0;
+  int64_t tick_wall_ns_ = 0;
+  int64_t max_tick_ns_ = 0;
+};
+
+}  // namespace sprof::sampler
