@@ -5,6 +5,11 @@ measures the wall time of every call itself; sprof's shares of samples in each f
 samples excluded, as py-spy) must be within 3 percentage points of those measured shares, in the
 default (non-blocking) mode and with --blocking. Also checked per version: the exact line of the
 hot statement, the idle thread flagged idle, and the GIL holder.
+
+A share is a random draw: ~4000 samples of calls a few ms long give a spread of about 1 point per
+share, and 21 shares are checked per mode, so on a loaded 2-core CI machine one of them misses the
+3 points now and then (seen once in ~10 full runs: 3.1 points). A miss is recorded once more and
+the check fails only if the second record misses too; a real bias misses both times.
 """
 import json
 import os
@@ -28,16 +33,30 @@ class RecordAccuracyTest(TempDirTestCase):
             truth = json.load(f)["shares"]
         return out, truth
 
-    def check_shares(self, label, out, truth, tolerance):
+    def shares_miss(self, label, out, truth, tolerance):
+        """The report of shares farther than tolerance from the truth, or None when all are within."""
         counts = inclusive_counts(collapsed(out), NAMES)
         total = sum(counts.values())
         self.assertGreater(total, 1000, "%s: too few samples in the hot functions: %s" % (label, counts))
         shares = dict((n, counts[n] / total) for n in NAMES)
         report = ", ".join("%s %.1f%% (truth %.1f%%)" % (n, 100 * shares[n], 100 * truth[n]) for n in NAMES)
         print("%s: %s" % (label, report))
-        for n in NAMES:
-            self.assertLess(abs(shares[n] - truth[n]), tolerance, "%s: %s" % (label, report))
-        return shares
+        if any(abs(shares[n] - truth[n]) >= tolerance for n in NAMES):
+            return report
+        return None
+
+    def record_within(self, label, python, mode, tolerance):
+        """Records and checks the shares; on a miss records once more (see the module's docstring)."""
+        out, truth = self.record(label + "-" + mode, python, "--" + mode)
+        first = self.shares_miss(label + " " + mode, out, truth, tolerance)
+        if first is None:
+            return out
+        print("%s %s: outside %.0f points, recording once more" % (label, mode, 100 * tolerance))
+        out, truth = self.record(label + "-" + mode + "-again", python, "--" + mode)
+        second = self.shares_miss(label + " " + mode + " (again)", out, truth, tolerance)
+        self.assertIsNone(second, "%s %s: outside %.0f points twice: %s; then %s" %
+                          (label, mode, 100 * tolerance, first, second))
+        return out
 
     def test_shares_match_self_timing(self):
         found = pythons((3, 8), (3, 13))
@@ -48,10 +67,10 @@ class RecordAccuracyTest(TempDirTestCase):
         for label, python in sorted(found.items()):
             for mode in ("nonblocking", "blocking"):
                 with self.subTest(python=label, mode=mode):
-                    out, truth = self.record(label + "-" + mode, python, "--" + mode)
                     # The goal (3 points) is for the default mode; pausing the target adds noise
                     # on a loaded machine, so --blocking gets 5.
-                    self.check_shares(label + " " + mode, out, truth, 0.03 if mode == "nonblocking" else 0.05)
+                    out = self.record_within(label, python, mode,
+                                             0.03 if mode == "nonblocking" else 0.05)
                     m = manifest(out)
                     self.assertEqual(m["sampling"]["mode"], mode)
                     results[(label, mode)] = m["health"]["invalid_share"]
