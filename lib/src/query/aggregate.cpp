@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "sprof/query.hpp"
-#include "store/file_bytes.hpp"
+#include "sprof/profile_files.hpp"
 
 namespace sprof::query {
 namespace {
@@ -18,7 +18,8 @@ void read_chunk(const Selection& records, size_t first, size_t count,
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < count; i = next++) {
-      status[i] = store::read_file_bytes(records[first + i]->path, bytes[i]);
+      const auto& path = records[first + i]->path;
+      status[i] = store::files_for(path).read(path, bytes[i]);
     }
   };
   std::vector<std::thread> pool;

@@ -1,6 +1,6 @@
 #include "sprof/layout.hpp"
 
-#include <system_error>
+#include "sprof/profile_files.hpp"
 
 namespace sprof::store {
 namespace fs = std::filesystem;
@@ -16,14 +16,14 @@ fs::path stats_dir_path(std::string_view framework, std::string_view profiler, s
 
 ProfileContents detect(const fs::path& dir) {
   ProfileContents c;
-  std::error_code ec;
-  c.is_directory = fs::is_directory(dir, ec);
+  const ProfileFiles& files = files_for(dir);
+  c.is_directory = files.kind(dir) == FileKind::directory;
   if (!c.is_directory) return c;
-  c.manifest = fs::is_regular_file(dir / kManifestFileName, ec);
-  c.samples = fs::is_directory(dir / kSamplesDir, ec);
-  c.markers = fs::exists(dir / kMarkersLog, ec);
-  c.framework = fs::is_directory(dir / kFrameworkDir, ec);
-  c.system = fs::is_directory(dir / kSystemDir, ec);
+  c.manifest = files.kind(dir / kManifestFileName) == FileKind::file;
+  c.samples = files.kind(dir / kSamplesDir) == FileKind::directory;
+  c.markers = files.kind(dir / kMarkersLog) != FileKind::missing;
+  c.framework = files.kind(dir / kFrameworkDir) == FileKind::directory;
+  c.system = files.kind(dir / kSystemDir) == FileKind::directory;
   return c;
 }
 

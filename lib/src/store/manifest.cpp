@@ -1,4 +1,5 @@
 #include "sprof/manifest.hpp"
+#include "sprof/profile_files.hpp"
 
 #include "store/file_bytes.hpp"
 #include "store/json_text.hpp"
@@ -6,11 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -143,11 +141,8 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
 
 Result<Manifest> read_manifest(const std::filesystem::path& dir) {
   auto path = dir / kManifestFileName;
-  std::ifstream in(path);
-  if (!in) return make_error(ErrorKind::bad_input, "cannot open {}: {}", path.string(), std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_manifest(std::move(buffer).str(), path);
+  SPROF_TRY(std::string text, read_all(files_for(path), path));
+  return parse_manifest(text, path);
 }
 
 Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::path& path) {

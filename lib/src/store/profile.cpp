@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/layout.hpp"
+#include "sprof/profile_files.hpp"
 #include "sprof/profile.hpp"
 #include "sprof/profile_samples.hpp"
 
@@ -46,15 +47,10 @@ bool is_profiler_dir_name(const std::string& name) {
   return lower == kCprofileName || lower == kPyinstrumentName;
 }
 
-struct Entry {
-  fs::path path;
-  std::string name;
-  fs::file_type type = fs::file_type::none;  // after following symbolic links
-};
 
 class Walker {
  public:
-  explicit Walker(ProfileIndex& index) : index_(index) {}
+  Walker(ProfileIndex& index, const ProfileFiles& files) : index_(index), files_(files) {}
 
   void problem(const fs::path& path, std::string message) {
     index_.problems.push_back(Problem{path, std::move(message)});
@@ -62,48 +58,36 @@ class Walker {
 
   // Children of `dir` sorted by name, with their types resolved; entries that cannot be
   // resolved (broken links, link loops, permission) are reported and left out.
-  std::vector<Entry> children(const fs::path& dir) {
-    std::vector<Entry> out;
-    std::error_code ec;
-    fs::directory_iterator it(dir, ec);
-    if (ec) {
-      problem(dir, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
-      return out;
+  std::vector<FileEntry> children(const fs::path& dir) {
+    auto entries = files_.list(dir);
+    if (!entries.ok()) {
+      problem(dir, entries.error().message);
+      return {};
     }
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      Entry entry{it->path(), it->path().filename().string(), fs::file_type::none};
-      std::error_code sec;
-      fs::file_status status = fs::status(entry.path, sec);
-      if (sec || status.type() == fs::file_type::not_found) {
-        std::error_code lec;
-        bool link = fs::is_symlink(fs::symlink_status(entry.path, lec));
-        problem(entry.path, fmt::format("cannot read {}: {}{}", entry.path.string(),
-                                        sec ? sec.message() : "no such file or directory",
-                                        link ? " (symbolic link)" : ""));
+    std::vector<FileEntry> out;
+    for (FileEntry& entry : *entries) {
+      if (!entry.problem.empty()) {
+        problem(entry.path, fmt::format("cannot read {}: {}{}", entry.path.string(), entry.problem,
+                                        entry.symlink ? " (symbolic link)" : ""));
         continue;
       }
-      entry.type = status.type();
       out.push_back(std::move(entry));
     }
-    if (ec) problem(dir, fmt::format("cannot list {}: {}", dir.string(), ec.message()));
-    std::sort(out.begin(), out.end(),
-              [](const Entry& a, const Entry& b) { return a.name < b.name; });
     return out;
   }
 
   void scan_framework_dir(const fs::path& dir) {
-    for (const Entry& fw : children(dir)) {
+    for (const FileEntry& fw : children(dir)) {
       // framework/ also holds pevents/ and job-end marker files: only look for profilers.
-      if (fw.type != fs::file_type::directory) continue;
+      if (fw.kind != FileKind::directory) continue;
       scan_framework(fw.path, fw.name);
     }
   }
 
   void scan_framework(const fs::path& dir, const std::string& framework) {
-    for (const Entry& profiler : children(dir)) {
+    for (const FileEntry& profiler : children(dir)) {
       if (!is_profiler_dir_name(profiler.name)) continue;  // e.g. detailed_profiling/
-      if (profiler.type != fs::file_type::directory) {
+      if (profiler.kind != FileKind::directory) {
         problem(profiler.path, fmt::format("expected a profiler directory, found a file: {}",
                                            profiler.path.string()));
         continue;
@@ -113,8 +97,8 @@ class Walker {
   }
 
   void scan_profiler(const fs::path& dir, const std::string& framework) {
-    for (const Entry& child : children(dir)) {
-      if (child.type != fs::file_type::directory) {
+    for (const FileEntry& child : children(dir)) {
+      if (child.kind != FileKind::directory) {
         problem(child.path, fmt::format("expected a node directory, found a file: {}",
                                         child.path.string()));
         continue;
@@ -130,8 +114,8 @@ class Walker {
   }
 
   void scan_node(const fs::path& dir, const std::string& framework, const std::string& node) {
-    for (const Entry& child : children(dir)) {
-      if (child.type != fs::file_type::directory) {
+    for (const FileEntry& child : children(dir)) {
+      if (child.kind != FileKind::directory) {
         problem(child.path, fmt::format("expected a stats directory, found a file: {}",
                                         child.path.string()));
         continue;
@@ -147,10 +131,10 @@ class Walker {
     }
   }
 
-  void scan_stats_dir(const Entry& dir, const std::string& framework, const std::string& node,
+  void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
                       const StatsDirName& name) {
     size_t found = 0;
-    for (const Entry& file : children(dir.path)) {
+    for (const FileEntry& file : children(dir.path)) {
       std::string profiler;
       if (file.name == kCprofileStatsFile) {
         profiler = kCprofileName;
@@ -160,7 +144,7 @@ class Walker {
         continue;  // smdebug: "Unknown file ... found, skipping"
       }
       ++found;
-      if (file.type != fs::file_type::regular) {
+      if (file.kind != FileKind::file) {
         problem(file.path,
                 fmt::format("expected a stats file, found a directory or special file: {}",
                             file.path.string()));
@@ -176,37 +160,31 @@ class Walker {
 
  private:
   ProfileIndex& index_;
+  const ProfileFiles& files_;
 };
 
-bool is_dir(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
-
 // Which level of the layout `dir` is, judged from what it contains.
-ProfileLevel detect_level(const fs::path& dir) {
+ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir) {
   // A profile root without python stats still has its other parts (or sprof's manifest).
   ProfileContents contents = detect(dir);
   if (contents.framework || contents.system || contents.manifest) {
     return ProfileLevel::root;
   }
-  std::error_code ec;
   std::vector<fs::path> subdirs;
-  for (fs::directory_iterator it(dir, ec); !ec && it != fs::directory_iterator();
-       it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (is_profiler_dir_name(name) && is_dir(it->path())) return ProfileLevel::framework;
-    if (parse_stats_dir_name(name).ok() &&
-        parse_stats_dir_name(name)->format == NameFormat::current) {
+  auto entries = files.list(dir);
+  for (const FileEntry& entry : entries.ok() ? *entries : std::vector<FileEntry>{}) {
+    if (is_profiler_dir_name(entry.name) && entry.kind == FileKind::directory) return ProfileLevel::framework;
+    if (parse_stats_dir_name(entry.name).ok() &&
+        parse_stats_dir_name(entry.name)->format == NameFormat::current) {
       return ProfileLevel::node;
     }
-    subdirs.push_back(it->path());
+    if (entry.kind == FileKind::directory) subdirs.push_back(entry.path);
   }
   for (const fs::path& sub : subdirs) {
-    std::error_code sec;
-    for (fs::directory_iterator it(sub, sec); !sec && it != fs::directory_iterator();
-         it.increment(sec)) {
-      if (is_profiler_dir_name(it->path().filename().string()) && is_dir(it->path())) {
+    auto sub_entries = files.list(sub);
+    if (!sub_entries.ok()) continue;
+    for (const FileEntry& entry : *sub_entries) {
+      if (is_profiler_dir_name(entry.name) && entry.kind == FileKind::directory) {
         return ProfileLevel::framework_dir;
       }
     }
@@ -232,30 +210,28 @@ std::string_view to_string(ProfileLevel level) {
 }
 
 Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions& options) {
-  std::error_code ec;
-  fs::file_status status = fs::status(dir, ec);
-  if (status.type() == fs::file_type::not_found) {
+  const ProfileFiles& files = files_for(dir);
+  auto status = files.status(dir);
+  if (!status.ok()) return status.error();  // "cannot read DIR: why"
+  if (*status == FileKind::missing) {
     return make_error(ErrorKind::bad_input, "profile directory {} does not exist", dir.string());
   }
-  if (ec) {
-    return make_error(ErrorKind::bad_input, "cannot read profile directory {}: {}", dir.string(),
-                      ec.message());
-  }
-  if (status.type() != fs::file_type::directory) {
+  if (*status != FileKind::directory) {
     return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
   }
 
   ProfileIndex index;
   index.dir = dir;
-  index.level = detect_level(dir);
+  index.level = detect_level(files, dir);
   // Names derived from the path (framework, node) need the real path, not "." or "x/..".
+  std::error_code ec;
   fs::path absolute = fs::absolute(dir, ec).lexically_normal();
   if (absolute.filename().empty()) absolute = absolute.parent_path();
 
-  Walker walker(index);
+  Walker walker(index, files);
   switch (index.level) {
     case ProfileLevel::root:
-      if (is_dir(dir / kFrameworkDir)) walker.scan_framework_dir(dir / kFrameworkDir);
+      if (files.kind(dir / kFrameworkDir) == FileKind::directory) walker.scan_framework_dir(dir / kFrameworkDir);
       break;
     case ProfileLevel::framework_dir: walker.scan_framework_dir(dir); break;
     case ProfileLevel::framework: walker.scan_framework(dir, name_of(absolute)); break;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "sprof/profile_files.hpp"
+
 namespace sprof::store {
 
 namespace fs = std::filesystem;
@@ -61,13 +63,15 @@ bool is_sprof_bootstrap_file(std::string_view file) {
 }
 
 Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
+  const ProfileFiles& files = files_for(dir);
+  if (files.kind(dir) != FileKind::directory) {
+    return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
+  }
   ProfileSamples profile;
   profile.dir = dir;
-  bool has_manifest = fs::exists(dir / kManifestFileName, ec);
+  bool has_manifest = files.kind(dir / kManifestFileName) != FileKind::missing;
   fs::path samples_dir = dir / kSamplesDir;
-  bool has_samples = fs::is_directory(samples_dir, ec);
+  bool has_samples = files.kind(samples_dir) == FileKind::directory;
   if (!has_manifest && !has_samples) {
     return make_error(ErrorKind::bad_input, "{} is not a sprof profile (no {} and no samples/)", dir.string(),
                       kManifestFileName);
@@ -78,16 +82,17 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
     profile.manifest = std::move(manifest).value();
   }
   if (has_samples) {
-    for (const auto& entry : fs::directory_iterator(samples_dir, ec)) {
-      fs::path file = entry.path() / std::string(kSampleLogFileName);
-      if (!entry.is_directory() || !fs::exists(file)) continue;
+    SPROF_TRY(auto entries, files.list(samples_dir));
+    for (const FileEntry& entry : entries) {
+      fs::path file = entry.path / std::string(kSampleLogFileName);
+      if (entry.kind != FileKind::directory || files.kind(file) == FileKind::missing) continue;
       auto log = SampleLog::open(file);
       if (!log.ok()) return std::move(log).error();
       report_damage(file, *log);
       if (!g_show_sprof_frames) {
         log->hide_functions([](const LogFunction& f) { return is_sprof_bootstrap_file(f.file); });
       }
-      ProcessSamples p{entry.path().filename().string(), file, std::move(log).value(), nullptr};
+      ProcessSamples p{entry.name, file, std::move(log).value(), nullptr};
       profile.processes.push_back(std::move(p));
     }
   }
@@ -131,8 +136,7 @@ void recover_unfinished(ProfileSamples& profile) {
 }
 
 std::string unfinished_profile_hint(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir / kManifestFileName, ec)) return {};
+  if (files_for(dir).kind(dir / kManifestFileName) == FileKind::missing) return {};
   auto manifest = read_manifest(dir);
   if (!manifest.ok()) return {};
   if (manifest->state == "recording") {

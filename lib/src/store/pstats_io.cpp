@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/pstats.hpp"
 #include "store/file_bytes.hpp"
 #include "store/marshal_reader.hpp"
@@ -36,7 +37,7 @@ Result<StatsTable> parse_pstats(std::string_view bytes, const std::string& sourc
 
 Result<StatsTable> read_pstats(const std::filesystem::path& path) {
   std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(read_file_bytes(path, bytes));
+  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
   return parse_pstats(bytes, path.string());
 }
 
@@ -49,7 +50,7 @@ Status StatsTable::add_bytes(std::string_view bytes, const std::string& source) 
 
 Status StatsTable::add_file(const std::filesystem::path& path) {
   std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(read_file_bytes(path, bytes));
+  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
   return add_bytes(bytes, path.string());
 }
 
@@ -75,7 +76,7 @@ Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& so
 
 Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path) {
   std::string bytes;
-  SPROF_TRY_STATUS(read_file_bytes(path, bytes));
+  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
   return parse_pstats_owned(std::move(bytes), path.string());
 }
 

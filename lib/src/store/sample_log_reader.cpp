@@ -2,15 +2,13 @@
 // complete chunk is checksummed and fully validated once at open, so iteration never meets bad
 // bytes and can skip chunks outside a time range without decoding them.
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "sprof/sample_log.hpp"
+#include "sprof/profile_files.hpp"
 #include "store/crc32.hpp"
 #include "store/sample_log_format.hpp"
 
@@ -93,14 +91,8 @@ bool decode_samples(const char* begin, const char* end, int64_t first_us, const 
 }  // namespace
 
 Result<SampleLog> SampleLog::open(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorKind::bad_input, "cannot open sample log {}: {}", file.string(), std::strerror(errno));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return make_error(ErrorKind::io, "cannot read sample log {}", file.string());
-  return parse(std::move(buffer).str(), file.string());
+  SPROF_TRY(std::string bytes, read_all(files_for(file), file));
+  return parse(std::move(bytes), file.string());
 }
 
 Result<SampleLog> SampleLog::parse(std::string bytes, std::string name) {

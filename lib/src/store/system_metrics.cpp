@@ -1,14 +1,13 @@
 // Reader and writer of smdebug's system-metrics JSON lines (see sprof/system_metrics.hpp).
 
 #include "sprof/layout.hpp"
+#include "sprof/profile_files.hpp"
 #include "sprof/system_metrics.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -125,27 +124,17 @@ Result<std::vector<SystemMetric>> parse_system_metrics(std::string_view text, co
 }
 
 Result<std::vector<SystemMetric>> read_system_metrics_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorKind::bad_input, "cannot open system metrics file {}: {}", path.string(),
-                      std::strerror(errno));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return make_error(ErrorKind::io, "cannot read system metrics file {}", path.string());
-  return parse_system_metrics(buffer.str(), path.string());
+  SPROF_TRY(std::string text, read_all(files_for(path), path));
+  return parse_system_metrics(text, path.string());
 }
 
 Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_dir) {
   fs::path root = profile_dir / kSystemDir;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return std::vector<SystemMetric>{};
+  SPROF_TRY(auto paths, files_under(files_for(root), root));
   std::vector<std::pair<int64_t, fs::path>> files;
-  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    if (auto name = parse_system_file_name(it->path())) files.emplace_back(name->minute_epoch_s, it->path());
+  for (const fs::path& path : paths) {
+    if (auto name = parse_system_file_name(path)) files.emplace_back(name->minute_epoch_s, path);
   }
-  if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", root.string(), ec.message());
   std::sort(files.begin(), files.end());
   std::vector<SystemMetric> all;
   for (const auto& [minute, path] : files) {

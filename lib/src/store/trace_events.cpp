@@ -1,14 +1,12 @@
 // Reader of smdebug's framework trace files (see sprof/trace_events.hpp).
 
 #include "sprof/layout.hpp"
+#include "sprof/profile_files.hpp"
 #include "sprof/trace_events.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -258,12 +256,7 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
 namespace {
 
 Result<std::string> slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorKind::bad_input, "cannot open trace file {}: {}", path.string(), std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return make_error(ErrorKind::io, "cannot read trace file {}", path.string());
-  return buffer.str();
+  return read_all(files_for(path), path);
 }
 
 }  // namespace
@@ -289,8 +282,6 @@ Result<std::vector<TraceEvent>> read_trace_file(const fs::path& path) {
 Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
   TraceReadResult result;
   fs::path root = profile_dir / kFrameworkDir;
-  std::error_code ec;
-  if (!fs::is_directory(root, ec)) return result;
   struct File {
     int64_t end_us;
     std::string path;
@@ -298,18 +289,17 @@ Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
     TraceSource source;
   };
   std::vector<File> files;
-  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    auto name = parse_trace_file_name(it->path());
+  SPROF_TRY(auto paths, files_under(files_for(root), root));
+  for (const fs::path& path : paths) {
+    auto name = parse_trace_file_name(path);
     if (!name) continue;
-    auto source = trace_source_for(it->path().filename().string());
+    auto source = trace_source_for(path.filename().string());
     if (!source) {
-      spdlog::debug("skipping trace file {} (no reader for its suffix)", it->path().string());
+      spdlog::debug("skipping trace file {} (no reader for its suffix)", path.string());
       continue;
     }
-    files.push_back(File{name->end_us, it->path().string(), *name, *source});
+    files.push_back(File{name->end_us, path.string(), *name, *source});
   }
-  if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", root.string(), ec.message());
   std::sort(files.begin(), files.end(),
             [](const File& a, const File& b) { return std::tie(a.end_us, a.path) < std::tie(b.end_us, b.path); });
   TraceEventParser parsers[] = {TraceEventParser(TraceSource::python_timeline),

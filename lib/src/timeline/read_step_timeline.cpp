@@ -1,25 +1,23 @@
 // The step timeline of a recorded profile, from its persisted marker files.
 
-#include <system_error>
-
+#include "sprof/profile_files.hpp"
 #include "sprof/step_timeline.hpp"
-#include "store/file_bytes.hpp"
 
 namespace sprof::timeline {
 namespace fs = std::filesystem;
 
 Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const store::Manifest* manifest,
                                             std::vector<std::string>* problems) {
-  std::error_code ec;
-  if (!fs::is_directory(profile_dir, ec)) {
+  const store::ProfileFiles& files = store::files_for(profile_dir);
+  if (files.kind(profile_dir) != store::FileKind::directory) {
     return make_error(ErrorKind::bad_input, "{} is not a profile directory", profile_dir.string());
   }
   StepTimelineBuilder builder;
   std::string text;
   for (std::string_view name : {store::kMarkersLog, store::kStepFnLog}) {
     fs::path file = profile_dir / name;
-    if (!fs::exists(file, ec)) continue;
-    SPROF_TRY_STATUS(store::read_file_bytes(file, text));
+    if (files.kind(file) == store::FileKind::missing) continue;
+    SPROF_TRY_STATUS(files.read(file, text));
     store::MarkerParser parser;
     std::vector<store::Marker> markers;
     parser.feed(text, markers);
@@ -38,9 +36,8 @@ Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const s
 }
 
 Result<StepTimeline> read_step_timeline(const fs::path& profile_dir) {
-  std::error_code ec;
   std::optional<store::Manifest> manifest;
-  if (fs::exists(profile_dir / store::kManifestFileName, ec)) {
+  if (store::files_for(profile_dir).kind(profile_dir / store::kManifestFileName) != store::FileKind::missing) {
     SPROF_TRY(store::Manifest m, store::read_manifest(profile_dir));
     manifest = std::move(m);
   }

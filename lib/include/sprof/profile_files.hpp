@@ -1,0 +1,74 @@
+#pragma once
+// Where store's readers get a profile's files from. Every reader of a recorded profile (layout
+// detection, the stats-directory walk, pstats, sample logs, trace events, system metrics, the
+// manifest, markers) lists and reads through ProfileFiles, never the file system directly, so a
+// remote profile (an S3 prefix fetched on demand) can sit under the same readers and queries:
+// mount a ProfileFiles on a local root and every path under that root is served by it.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sprof/result.hpp"
+
+namespace sprof::store {
+
+enum class FileKind { missing, file, directory, other };
+
+struct FileEntry {
+  std::filesystem::path path;  // the directory listed / name
+  std::string name;
+  FileKind kind = FileKind::missing;  // after following symbolic links
+  bool symlink = false;
+  // Why the entry could not be resolved (a broken link, a link loop, no permission); kind is
+  // then missing. Readers report these rather than skip them silently.
+  std::string problem;
+};
+
+class ProfileFiles {
+ public:
+  virtual ~ProfileFiles() = default;
+
+  // What is at `path`, following symbolic links: missing when nothing is there, an error when
+  // it cannot be found out (no permission on a parent, a link loop).
+  virtual Result<FileKind> status(const std::filesystem::path& path) const = 0;
+
+  // status(), with anything that cannot be resolved as missing.
+  FileKind kind(const std::filesystem::path& path) const {
+    auto s = status(path);
+    return s.ok() ? *s : FileKind::missing;
+  }
+
+  // All of a regular file's bytes into `out`. Errors name the path: bad_input for a missing
+  // file, a directory or one over `max_bytes`; permission; io for a failed read.
+  virtual Status read(const std::filesystem::path& path, std::string& out,
+                      size_t max_bytes = size_t{1} << 30) const = 0;
+
+  // The direct children of `dir`, sorted by name. An error only when `dir` itself cannot be
+  // listed; a child that cannot be resolved comes back with its problem.
+  virtual Result<std::vector<FileEntry>> list(const std::filesystem::path& dir) const = 0;
+};
+
+// The local file system.
+const ProfileFiles& local_files();
+
+// The files under `path`: the source mounted on the longest root that contains it, the local
+// file system otherwise. Readers call this with the path they are given.
+const ProfileFiles& files_for(const std::filesystem::path& path);
+
+// Serves every path under `root` (lexically normalised, absolute or relative as readers will be
+// given it) from `files` until unmounted; replaces a source already mounted there.
+void mount_files(const std::filesystem::path& root, std::shared_ptr<const ProfileFiles> files);
+void unmount_files(const std::filesystem::path& root);
+
+// Helpers over ProfileFiles.
+Result<std::string> read_all(const ProfileFiles& files, const std::filesystem::path& path);
+// Every regular file under `root`, depth first in name order, not descending into links to
+// directories (as std::filesystem::recursive_directory_iterator); unresolvable entries are left
+// out; a directory that cannot be listed is an error. A root that is not a directory: none.
+Result<std::vector<std::filesystem::path>> files_under(const ProfileFiles& files,
+                                                      const std::filesystem::path& root);
+
+}  // namespace sprof::store

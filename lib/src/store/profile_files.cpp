@@ -1,0 +1,167 @@
+#include "sprof/profile_files.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "store/file_bytes.hpp"
+
+namespace sprof::store {
+namespace fs = std::filesystem;
+namespace {
+
+FileKind kind_of(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::regular: return FileKind::file;
+    case fs::file_type::directory: return FileKind::directory;
+    case fs::file_type::not_found:
+    case fs::file_type::none: return FileKind::missing;
+    default: return FileKind::other;
+  }
+}
+
+class LocalFiles final : public ProfileFiles {
+ public:
+  Result<FileKind> status(const fs::path& path) const override {
+    std::error_code ec;
+    fs::file_status status = fs::status(path, ec);
+    if (status.type() == fs::file_type::not_found) return FileKind::missing;
+    if (ec) return make_error(ErrorKind::bad_input, "cannot read {}: {}", path.string(), ec.message());
+    return kind_of(status.type());
+  }
+
+  Status read(const fs::path& path, std::string& out, size_t max_bytes) const override {
+    return read_file_bytes(path, out, max_bytes);
+  }
+
+  Result<std::vector<FileEntry>> list(const fs::path& dir) const override {
+    std::vector<FileEntry> out;
+    std::error_code ec;
+    fs::directory_iterator it(dir, ec);
+    if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      FileEntry entry;
+      entry.path = it->path();
+      entry.name = it->path().filename().string();
+      std::error_code lec;
+      entry.symlink = fs::is_symlink(fs::symlink_status(entry.path, lec));
+      std::error_code sec;
+      fs::file_status status = fs::status(entry.path, sec);
+      if (sec || status.type() == fs::file_type::not_found) {
+        entry.problem = sec ? sec.message() : "no such file or directory";
+      } else {
+        entry.kind = kind_of(status.type());
+      }
+      out.push_back(std::move(entry));
+    }
+    if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
+    std::sort(out.begin(), out.end(), [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
+    return out;
+  }
+};
+
+struct Mount {
+  fs::path root;
+  std::shared_ptr<const ProfileFiles> files;
+};
+
+std::mutex& mounts_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// Kept in a static that is never destroyed: readers may run from other static destructors.
+std::vector<Mount>& mounts() {
+  static auto* list = new std::vector<Mount>();
+  return *list;
+}
+
+fs::path normalised(const fs::path& path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(path, ec);
+  return (ec ? path : absolute).lexically_normal();
+}
+
+// True when `path` is `root` or lies under it, component by component.
+bool contains(const fs::path& root, const fs::path& path) {
+  auto r = root.begin();
+  auto p = path.begin();
+  for (; r != root.end(); ++r, ++p) {
+    if (r->empty()) continue;  // a trailing separator
+    if (p == path.end() || *r != *p) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const ProfileFiles& local_files() {
+  static const LocalFiles files;
+  return files;
+}
+
+const ProfileFiles& files_for(const fs::path& path) {
+  std::lock_guard lock(mounts_mutex());
+  if (mounts().empty()) return local_files();
+  fs::path target = normalised(path);
+  const Mount* best = nullptr;
+  for (const Mount& m : mounts()) {
+    if (contains(m.root, target) &&
+        (!best || std::distance(m.root.begin(), m.root.end()) > std::distance(best->root.begin(), best->root.end()))) {
+      best = &m;
+    }
+  }
+  // The source outlives its use: unmounting while a reader runs is the caller's mistake.
+  return best ? *best->files : local_files();
+}
+
+void mount_files(const fs::path& root, std::shared_ptr<const ProfileFiles> files) {
+  std::lock_guard lock(mounts_mutex());
+  fs::path key = normalised(root);
+  for (Mount& m : mounts()) {
+    if (m.root == key) {
+      m.files = std::move(files);
+      return;
+    }
+  }
+  mounts().push_back(Mount{key, std::move(files)});
+}
+
+void unmount_files(const fs::path& root) {
+  std::lock_guard lock(mounts_mutex());
+  fs::path key = normalised(root);
+  auto& list = mounts();
+  list.erase(std::remove_if(list.begin(), list.end(), [&](const Mount& m) { return m.root == key; }), list.end());
+}
+
+Result<std::string> read_all(const ProfileFiles& files, const fs::path& path) {
+  std::string out;
+  SPROF_TRY_STATUS(files.read(path, out));
+  return out;
+}
+
+Result<std::vector<fs::path>> files_under(const ProfileFiles& files, const fs::path& root) {
+  std::vector<fs::path> out;
+  if (files.kind(root) != FileKind::directory) return out;
+  // Depth first, in name order: a directory's files and subdirectories in the order listed.
+  std::function<Status(const fs::path&)> walk = [&](const fs::path& dir) -> Status {
+    SPROF_TRY(auto entries, files.list(dir));
+    for (const FileEntry& entry : entries) {
+      if (entry.kind == FileKind::file) {
+        out.push_back(entry.path);
+      } else if (entry.kind == FileKind::directory && !entry.symlink) {
+        SPROF_TRY_STATUS(walk(entry.path));
+      }
+    }
+    return {};
+  };
+  SPROF_TRY_STATUS(walk(root));
+  return out;
+}
+
+}  // namespace sprof::store
