@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace sprof::store::marshal {
 
@@ -45,5 +46,11 @@ enum Type : uint8_t {
 // What a code byte denotes, for error messages: "a code object", "a list", "an unknown type code
 // 0x07".
 std::string describe_code(uint8_t code);
+
+// Text checks both sides need: the writer picks the ASCII types, the reader validates.
+bool is_ascii(std::string_view s);
+// UTF-8 as CPython decodes it with errors="surrogatepass": well-formed UTF-8, plus the
+// three-byte encodings of lone surrogates (U+D800..U+DFFF).
+bool is_utf8_surrogatepass(std::string_view s);
 
 }  // namespace sprof::store::marshal

@@ -109,52 +109,6 @@ double Reader::float_text_body(size_t start) {
   return strtod_l(text.c_str(), nullptr, c_locale());
 }
 
-bool is_ascii(std::string_view s) {
-  const char* p = s.data();
-  size_t n = s.size();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, p + i, 8);
-    if (word & 0x8080808080808080ull) return false;
-  }
-  for (; i < n; ++i) {
-    if (static_cast<unsigned char>(p[i]) & 0x80) return false;
-  }
-  return true;
-}
-
-bool is_utf8_surrogatepass(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t n = s.size();
-  size_t i = 0;
-  auto cont = [&](size_t k) { return i + k < n && (p[i + k] & 0xC0) == 0x80; };
-  while (i < n) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-      if (!cont(1)) return false;
-      i += 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      if (!cont(1) || !cont(2)) return false;
-      // E0 needs A0..BF (no overlong forms); ED A0..BF are the surrogates surrogatepass lets by.
-      if (c == 0xE0 && p[i + 1] < 0xA0) return false;
-      i += 3;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      if (!cont(1) || !cont(2) || !cont(3)) return false;
-      if (c == 0xF0 && p[i + 1] < 0x90) return false;  // overlong
-      if (c == 0xF4 && p[i + 1] > 0x8F) return false;  // beyond U+10FFFF
-      i += 4;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 void append_latin1_as_utf8(std::string_view s, std::string& out) {
   out.reserve(out.size() + s.size() * 2);
   for (char ch : s) {

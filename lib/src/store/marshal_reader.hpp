@@ -90,10 +90,6 @@ class Reader {
   const uint8_t* end_;
 };
 
-bool is_ascii(std::string_view s);
-// UTF-8 as CPython decodes it with errors="surrogatepass": well-formed UTF-8, plus the
-// three-byte encodings of lone surrogates (U+D800..U+DFFF).
-bool is_utf8_surrogatepass(std::string_view s);
 // marshal's ASCII string types are read byte-per-code-point (Latin-1); store them as UTF-8.
 void append_latin1_as_utf8(std::string_view s, std::string& out);
 

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "store/marshal_format.hpp"
-#include "store/marshal_reader.hpp"
 
 namespace sprof::store::marshal {
 

@@ -1,88 +1,16 @@
-// pstats files in and out: parse/read build a StatsTable (or add into one), serialize/write
-// produce the marshal bytes pstats.Stats() loads.
+// pstats files out: serialize/write produce the marshal bytes pstats.Stats() loads, keys and
+// strings checked first. pstats_reader.cpp reads them back.
 
 #include <new>
 #include <vector>
 
-#include "sprof/profile_files.hpp"
 #include "sprof/pstats.hpp"
 #include "store/file_bytes.hpp"
-#include "store/marshal_reader.hpp"
+#include "store/marshal_format.hpp"
 #include "store/marshal_writer.hpp"
 #include "store/pstats_view.hpp"
 
 namespace sprof::store {
-namespace {
-
-// One scratch ParsedStats and file buffer per thread: aggregating thousands of files reuses
-// their capacity instead of reallocating for each.
-struct Scratch {
-  ParsedStats parsed;
-  std::string bytes;
-};
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
-
-}  // namespace
-
-Result<StatsTable> parse_pstats(std::string_view bytes, const std::string& source) {
-  ParsedStats& parsed = scratch().parsed;
-  SPROF_TRY_STATUS(parse_pstats_view(bytes, source, parsed));
-  StatsTable table;
-  StatsTableAccess::merge(table, parsed, /*fresh=*/true);
-  return table;
-}
-
-Result<StatsTable> read_pstats(const std::filesystem::path& path) {
-  std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
-  return parse_pstats(bytes, path.string());
-}
-
-Status StatsTable::add_bytes(std::string_view bytes, const std::string& source) {
-  ParsedStats& parsed = scratch().parsed;
-  SPROF_TRY_STATUS(parse_pstats_view(bytes, source, parsed));
-  StatsTableAccess::merge(*this, parsed, /*fresh=*/false);
-  return {};
-}
-
-Status StatsTable::add_file(const std::filesystem::path& path) {
-  std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
-  return add_bytes(bytes, path.string());
-}
-
-struct ParsedPstats::Data {
-  std::string bytes;  // never moves: Data lives on the heap
-  ParsedStats parsed;
-};
-
-ParsedPstats::ParsedPstats() = default;
-ParsedPstats::~ParsedPstats() = default;
-ParsedPstats::ParsedPstats(ParsedPstats&&) noexcept = default;
-ParsedPstats& ParsedPstats::operator=(ParsedPstats&&) noexcept = default;
-
-size_t ParsedPstats::size() const { return data_ ? data_->parsed.functions.size() : 0; }
-
-Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& source) {
-  ParsedPstats result;
-  result.data_ = std::make_unique<ParsedPstats::Data>();
-  result.data_->bytes = std::move(bytes);
-  SPROF_TRY_STATUS(parse_pstats_view(result.data_->bytes, source, result.data_->parsed));
-  return result;
-}
-
-Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path) {
-  std::string bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
-  return parse_pstats_owned(std::move(bytes), path.string());
-}
-
-void StatsTable::add(const ParsedPstats& parsed) {
-  if (parsed.data_) StatsTableAccess::merge(*this, parsed.data_->parsed, /*fresh=*/false);
-}
 
 namespace {
 
