@@ -619,9 +619,4 @@ Result<RecordResult> RecordSession::finish() {
   return result;
 }
 
-Result<RecordResult> record(const RecordOptions& options, const std::vector<RecordHooks*>& hooks) {
-  RecordSession session(options, hooks, [](pid_t pid) { return pyframes::PythonProcess::attach(pid); });
-  return session.run();
-}
-
 }  // namespace sprof::launch
