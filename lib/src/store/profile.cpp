@@ -47,7 +47,6 @@ bool is_profiler_dir_name(const std::string& name) {
   return lower == kCprofileName || lower == kPyinstrumentName;
 }
 
-
 class Walker {
  public:
   Walker(ProfileIndex& index, const ProfileFiles& files) : index_(index), files_(files) {}
