@@ -61,6 +61,12 @@ class SignalAtAnyMomentTest(TempDirTestCase):
         stdout, stderr = proc.communicate(timeout=60)
         stderr = stderr.decode(errors="replace")
         shutil.rmtree(out, ignore_errors=True)
+        if b"completed" in stdout and "Exception ignored" in stderr and "KeyboardInterrupt" in stderr \
+                and sig == signal.SIGINT:
+            # Delivered, then dropped by CPython: a KeyboardInterrupt raised while a callback runs
+            # (an import lock's weakref callback at start-up) is unraisable; Python prints
+            # "Exception ignored ... KeyboardInterrupt" and goes on. Seen once in ~600 runs.
+            return "delivered, dropped by python inside a callback", None
         if b"completed" in stdout or proc.returncode == 0:
             return "lost", "signal %d at run %d: exit %d, stdout %r, stderr %s" % (sig, i, proc.returncode, stdout, stderr)
         if proc.returncode == -sig:
