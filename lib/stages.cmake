@@ -25,13 +25,15 @@ sprof_stage(window DEPS store timeline
 sprof_stage(sampler DEPS pyframes store)
 sprof_stage(launch DEPS pyframes sampler store
   HEADERS launch)
+sprof_stage(gpu DEPS launch store
+  HEADERS gpu gpu_hook)
 sprof_stage(bootstrap DEPS launch store timeline window
   HEADERS bootstrap step_hook)
 sprof_stage(sysmon DEPS launch store
   HEADERS sysmon sysmon_hook)
 sprof_stage(intervals DEPS launch store timeline
   HEADERS interval_stats interval_stats_hook)
-sprof_stage(record DEPS bootstrap intervals launch store sysmon timeline window
+sprof_stage(record DEPS bootstrap gpu intervals launch store sysmon timeline window
   HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)

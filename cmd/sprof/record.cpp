@@ -37,6 +37,8 @@ struct RecordFlags {
   bool no_inject = false;
   bool no_torch = false;
   std::string python_timer = "total_time";  // per-interval stats directories
+  std::string gpu = "auto";
+  std::string cupti;
 };
 
 // One status line on a terminal, rewritten in place.
@@ -153,6 +155,14 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "off_cpu_time (idle)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
       ->capture_default_str();
+  sub->add_option("--gpu", flags->gpu,
+                  "GPU tracing with CUPTI: auto (on when sprof was built with CUPTI), on (an error without it) or "
+                  "off. Sets CUDA_INJECTION64_PATH for the command unless another tool (nsys) already has")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  sub->add_option("--cupti", flags->cupti,
+                  "The libcupti every CUDA process of the command loads (default: one already loaded, else the one "
+                  "a CUDA build of torch ships, else the system's)");
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags]() -> Result<int> {
@@ -164,6 +174,8 @@ void add_record(CLI::App& app, CommandList& commands) {
     SPROF_TRY(window::PythonProfilingRequest request, python_profiling_request(*python_flags));
     SPROF_TRY(plan.python, window::plan_python_profiling(request));
     if (!flags->no_system_metrics) plan.system_interval_ms = flags->system_interval_ms;
+    SPROF_TRY(gpu::GpuMode gpu_mode, gpu::parse_gpu_mode(flags->gpu));
+    SPROF_TRY(plan.gpu, gpu::plan_gpu(gpu_mode, flags->cupti));
     plan.steps = flags->steps;
     plan.steps.inject = !flags->no_inject;
     plan.steps.torch = !flags->no_torch;

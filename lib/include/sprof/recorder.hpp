@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "sprof/gpu.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/launch.hpp"
 #include "sprof/python_profiling.hpp"
@@ -24,6 +25,7 @@ struct RecordPlan {
   launch::RecordOptions launch;        // command or attach_pid, rate, output, ...
   window::PythonProfilingPlan python;  // python stats: profiler, window, cProfile timer
   std::optional<int> system_interval_ms;  // system metrics every this many ms; unset: none
+  gpu::GpuPlan gpu;                       // CUPTI injection (gpu::plan_gpu)
   bootstrap::StepHookOptions steps;       // injection, PyTorch detection, --step-fn
   intervals::PythonTimer stats_timer = intervals::PythonTimer::total_time;  // sampled stats
   // Called now and then while the stats directories are written; false stops the writing.

@@ -9,6 +9,7 @@
 #include "sprof/bootstrap.hpp"
 #include "sprof/interval_stats_hook.hpp"
 #include "sprof/profiling_window.hpp"
+#include "sprof/gpu_hook.hpp"
 #include "sprof/sysmon.hpp"
 #include "sprof/sysmon_hook.hpp"
 
@@ -94,6 +95,8 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
     system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
     hooks.push_back(system_metrics.get());
   }
+  gpu::GpuRecordHook gpu_tracing(plan.gpu);
+  hooks.push_back(&gpu_tracing);
   hooks.insert(hooks.end(), observers.begin(), observers.end());
   bootstrap::StepRecordHook steps(plan.steps);
   hooks.push_back(&steps);

@@ -1,0 +1,93 @@
+#include <cstdlib>
+#include <map>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "sprof/gpu_hook.hpp"
+
+namespace sprof::gpu {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kInjectionVariable = "CUDA_INJECTION64_PATH";
+
+fs::path states_dir(const fs::path& output_dir) { return output_dir / "gpu"; }
+
+bool machine_has_driver() {
+  std::error_code ec;
+  return fs::exists("/proc/driver/nvidia/version", ec);
+}
+
+}  // namespace
+
+Status GpuRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSetup& setup) {
+  launched_ = true;
+  driver_ = machine_has_driver();
+  if (!plan_.enabled) return {};
+  // nsys and compute-sanitizer inject themselves through the same variable, and only one
+  // library fits in it: theirs stays.
+  if (const char* current = std::getenv(kInjectionVariable); current != nullptr && *current != '\0') {
+    spdlog::warn("{} is already set ({}: nsys or compute-sanitizer?); leaving it, so sprof does not trace the GPU",
+                 kInjectionVariable, current);
+    plan_.enabled = false;
+    plan_.why_off = fmt::format("{} was already set to {}", kInjectionVariable, current);
+    return {};
+  }
+  if (!driver_) {
+    // Said once (loudly only when asked for); the variable is still set, so a driver that only a
+    // container sees still works.
+    auto level = plan_.mode == GpuMode::on ? spdlog::level::warn : spdlog::level::debug;
+    spdlog::log(level, "no NVIDIA driver on this machine (no /proc/driver/nvidia): no GPU activity to trace");
+  }
+  fs::path dir = states_dir(output_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", dir.string(), ec.message());
+  setup.env.emplace_back(kInjectionVariable, plan_.library.string());
+  setup.env.emplace_back("SPROF_GPU_DIR", fs::absolute(dir, ec).string());
+  if (!plan_.cupti.empty()) setup.env.emplace_back("SPROF_CUPTI_PATH", plan_.cupti.string());
+  return {};
+}
+
+void GpuRecordHook::on_start(const launch::RecordContext&) {
+  if (!launched_ && plan_.enabled) {
+    // --pid: the driver of a running process initialised long ago.
+    plan_.enabled = false;
+    plan_.why_off = "attached to a running process: the injection library can only be given to a launched command";
+    driver_ = machine_has_driver();
+  }
+}
+
+Status GpuRecordHook::on_finish(const fs::path& output_dir, store::Manifest& manifest) {
+  GpuSection section;
+  section.mode = std::string(to_string(plan_.mode));
+  section.enabled = plan_.enabled;
+  if (plan_.enabled) section.library = plan_.library.string();
+  section.cupti = plan_.cupti.empty() ? std::string(kCuptiOrder) : "--cupti " + plan_.cupti.string();
+  section.why_off = plan_.why_off;
+  section.driver = driver_;
+  std::vector<std::string> problems;
+  section.processes = read_gpu_states(states_dir(output_dir), problems);
+  for (const std::string& p : problems) spdlog::warn("GPU state: {}", p);
+
+  // One line per distinct finding, however many ranks share it.
+  std::map<std::string, std::vector<int32_t>> by_detail;
+  for (const GpuProcessState& p : section.processes) by_detail[p.state + "\n" + p.detail].push_back(p.pid);
+  for (const auto& [key, pids] : by_detail) {
+    std::string state = key.substr(0, key.find('\n'));
+    std::string detail = key.substr(key.find('\n') + 1);
+    std::string who = pids.size() == 1 ? fmt::format("pid {}", pids.front())
+                                       : fmt::format("{} processes (pid {}, ...)", pids.size(), pids.front());
+    if (state == "available") {
+      spdlog::info("GPU: {}: {}", who, detail);
+    } else {
+      spdlog::warn("no GPU tracing in {}: {}", who, detail);
+    }
+  }
+  set_gpu_section(manifest, section);
+  return {};
+}
+
+}  // namespace sprof::gpu
