@@ -161,8 +161,8 @@ void add_record(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   sub->add_option("--cupti", flags->cupti,
-                  "The libcupti every CUDA process of the command loads (default: one already loaded, else the one "
-                  "a CUDA build of torch ships, else the system's)");
+                  "The libcupti for the command's CUDA processes, unless one is loaded there already (default: "
+                  "the one a CUDA build of torch ships, else the system's)");
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags]() -> Result<int> {

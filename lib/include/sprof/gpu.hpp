@@ -22,12 +22,13 @@ std::string_view to_string(GpuMode mode);
 // empty when it was not built or is missing.
 std::filesystem::path injection_library();
 
+// A default GpuPlan asks for nothing; plan_gpu makes the one `record --gpu` means.
 struct GpuPlan {
-  GpuMode mode = GpuMode::automatic;
+  GpuMode mode = GpuMode::off;
   bool enabled = false;            // CUDA_INJECTION64_PATH is set for the command
   std::filesystem::path library;   // the injection library, when enabled
-  std::filesystem::path cupti;     // --cupti: the libcupti every process must load
-  std::string why_off;             // when not enabled, in words
+  std::filesystem::path cupti;     // --cupti: the libcupti to load where none is loaded yet
+  std::string why_off = "not asked for";  // when not enabled, in words
 };
 
 // --gpu on without the injection library, --cupti with --gpu off and a --cupti file that does

@@ -41,6 +41,7 @@ fs::path injection_library() {
 Result<GpuPlan> plan_gpu(GpuMode mode, const fs::path& cupti) {
   GpuPlan plan;
   plan.mode = mode;
+  plan.why_off.clear();
   if (!cupti.empty()) {
     if (mode == GpuMode::off) return make_error(ErrorKind::usage, "--cupti {} needs GPU tracing, but --gpu is off", cupti.string());
     std::error_code ec;

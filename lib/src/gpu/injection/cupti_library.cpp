@@ -36,8 +36,8 @@ std::string torch_lib_dir() {
   return found;
 }
 
-// CUPTI files a CUDA build of torch ships: site-packages/nvidia/cuda_cupti/lib (the wheel the
-// torch wheel depends on) or torch/lib itself.
+// CUPTI files a CUDA build of torch ships: site-packages/nvidia/cuda_cupti/lib (the CUDA 12
+// wheel torch depends on), nvidia/cu13/lib (CUDA 13 wheels) or torch/lib itself.
 std::vector<std::string> torch_cupti_candidates(const std::string& torch_lib) {
   std::vector<std::string> out;
   if (torch_lib.empty()) return out;
