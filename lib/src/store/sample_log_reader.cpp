@@ -243,11 +243,13 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
     for (size_t i = 0; i < 6; ++i) {
       // More than this chunk expects, or (without a skipped chunk before it) a different count: corrupt.
       if (have[i] > want[i] || (!resume_after_gap_ && have[i] != want[i])) return fail("definition counts do not match");
-      missing += want[i] - have[i];
+      // Every definition takes at least a byte: the skipped bytes bound what can stand in, and
+      // keep a forged count from allocating without end. Checked per count first, so that two
+      // forged counts cannot wrap the sum round to a small number.
+      uint64_t lost = want[i] - have[i];
+      if (lost > gap_bytes_ || missing + lost > gap_bytes_) return fail("definition counts do not match");
+      missing += lost;
     }
-    // Every definition takes at least a byte: the skipped bytes bound what can stand in (and
-    // keep a forged count from allocating without end).
-    if (missing > gap_bytes_) return fail("definition counts do not match");
     if (start.samples < sample_count_) return fail("sample count before the chunk does not match");
     if (resume_after_gap_) {
       // Stand in for the definitions of the skipped chunks (fill_lost_definitions() names them).
