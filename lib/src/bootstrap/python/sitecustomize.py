@@ -115,9 +115,9 @@ def _sprof_activate(here):
 
 
 def _sprof_main():
-    here = _sprof_here()
     user_error = None
     try:
+        here = _sprof_here()
         try:
             _sprof_run_user_sitecustomize(here)
         except Exception as e:
