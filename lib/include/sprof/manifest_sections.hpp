@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sprof/manifest.hpp"
 
 namespace sprof::store {
@@ -18,6 +20,9 @@ namespace sprof::store {
 // Replaces (or adds) the section `name` with JSON text; the section's text, or null.
 void set_section(Manifest& manifest, std::string_view name, std::string json_text);
 const std::string* find_section(const Manifest& manifest, std::string_view name);
+// A section parsed, for the stages that own sections of their own (window, gpu); nullopt when
+// the manifest has none or it is not a JSON object.
+std::optional<nlohmann::json> section_json(const Manifest& manifest, std::string_view name);
 
 struct SystemMetricsSection {
   static constexpr std::string_view kName = "system_metrics";

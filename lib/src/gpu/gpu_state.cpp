@@ -86,10 +86,9 @@ void set_gpu_section(store::Manifest& manifest, const GpuSection& s) {
 }
 
 std::optional<GpuSection> gpu_section(const store::Manifest& manifest) {
-  const std::string* text = store::find_section(manifest, GpuSection::kName);
-  if (text == nullptr) return std::nullopt;
-  json j = json::parse(*text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
+  auto section = store::section_json(manifest, GpuSection::kName);
+  if (!section) return std::nullopt;
+  const json& j = *section;
   GpuSection s;
   get_string(j, "mode", s.mode);
   get_string(j, "library", s.library);

@@ -23,16 +23,15 @@ const std::string* find_section(const Manifest& manifest, std::string_view name)
   return nullptr;
 }
 
-namespace {
-
-// The section as a JSON object (keys in name order), or nullopt.
-std::optional<json> section_object(const Manifest& manifest, std::string_view name) {
+std::optional<json> section_json(const Manifest& manifest, std::string_view name) {
   const std::string* text = find_section(manifest, name);
   if (text == nullptr) return std::nullopt;
   json j = json::parse(*text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
   return j;
 }
+
+namespace {
 
 std::optional<double> number(const json& j, const char* key) {
   auto it = j.find(key);
@@ -89,7 +88,7 @@ void set_section(Manifest& manifest, const IntervalStatsSection& s) {
 }
 
 std::optional<SystemMetricsSection> system_metrics_section(const Manifest& manifest) {
-  auto j = section_object(manifest, SystemMetricsSection::kName);
+  auto j = section_json(manifest, SystemMetricsSection::kName);
   if (!j) return std::nullopt;
   SystemMetricsSection s;
   get_string(*j, "node_id", s.node_id);
@@ -103,7 +102,7 @@ std::optional<SystemMetricsSection> system_metrics_section(const Manifest& manif
 }
 
 std::optional<OwnCostsSection> own_costs_section(const Manifest& manifest) {
-  auto j = section_object(manifest, OwnCostsSection::kName);
+  auto j = section_json(manifest, OwnCostsSection::kName);
   if (!j) return std::nullopt;
   OwnCostsSection s;
   for (const auto& [name, part] : j->items()) {
@@ -116,7 +115,7 @@ std::optional<OwnCostsSection> own_costs_section(const Manifest& manifest) {
 }
 
 std::optional<IntervalStatsSection> interval_stats_section(const Manifest& manifest) {
-  auto j = section_object(manifest, IntervalStatsSection::kName);
+  auto j = section_json(manifest, IntervalStatsSection::kName);
   if (!j) return std::nullopt;
   IntervalStatsSection s;
   get_string(*j, "profiler", s.profiler);

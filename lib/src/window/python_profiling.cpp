@@ -48,10 +48,9 @@ void set_python_profiling_section(store::Manifest& manifest, const PythonProfili
 }
 
 Result<ProfilingWindow> recorded_window(const store::Manifest& manifest, const std::string& source) {
-  if (const std::string* text = store::find_section(manifest, kPythonProfilingSection)) {
-    auto doc = nlohmann::json::parse(*text, nullptr, false);
-    if (!doc.is_object() || !doc.contains("window") || !doc["window"].is_object()) return ProfilingWindow{};
-    const auto& w = doc["window"];
+  if (auto doc = store::section_json(manifest, kPythonProfilingSection)) {
+    if (!doc->contains("window") || !(*doc)["window"].is_object()) return ProfilingWindow{};
+    const auto& w = (*doc)["window"];
     auto get_int = [&](const char* name) {
       return w.contains(name) && w[name].is_number_integer() ? std::optional<int64_t>(w[name].get<int64_t>())
                                                               : std::nullopt;
