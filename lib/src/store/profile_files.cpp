@@ -49,7 +49,7 @@ class LocalFiles final : public ProfileFiles {
       entry.path = it->path();
       entry.name = it->path().filename().string();
       std::error_code lec;
-      entry.symlink = fs::is_symlink(fs::symlink_status(entry.path, lec));
+      entry.symlink = it->is_symlink(lec);  // from readdir's d_type where the file system gives it
       std::error_code sec;
       fs::file_status status = fs::status(entry.path, sec);
       if (sec || status.type() == fs::file_type::not_found) {
