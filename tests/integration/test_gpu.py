@@ -6,6 +6,7 @@ what the manifest says. The injection tests load the real libsprof_cupti.so into
 here), a stand-in libcuda.so.1 compiled at test time, the toolkit's real libcupti, and wrong ones.
 No GPU is needed; on a machine with a driver the no-driver case is skipped.
 """
+import ast
 import json
 import os
 import subprocess
@@ -140,7 +141,7 @@ class InjectionTest(TempDirTestCase):
             self.assertTrue(files[0].endswith(".json") and files[0][:-5].isdigit(), files)
             with open(os.path.join(states, files[0])) as f:
                 state = json.load(f)
-        return eval(proc.stdout), state
+        return ast.literal_eval(proc.stdout), state
 
     def test_outside_sprof_it_does_nothing(self):
         results, state = self.inject(gpu_dir=False)

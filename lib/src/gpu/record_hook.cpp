@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <map>
+#include <utility>
 #include <system_error>
 
 #include <spdlog/spdlog.h>
@@ -73,11 +74,10 @@ Status GpuRecordHook::on_finish(const fs::path& output_dir, store::Manifest& man
   for (const std::string& p : problems) spdlog::warn("GPU state: {}", p);
 
   // One line per distinct finding, however many ranks share it.
-  std::map<std::string, std::vector<int32_t>> by_detail;
-  for (const GpuProcessState& p : section.processes) by_detail[p.state + "\n" + p.detail].push_back(p.pid);
-  for (const auto& [key, pids] : by_detail) {
-    std::string state = key.substr(0, key.find('\n'));
-    std::string detail = key.substr(key.find('\n') + 1);
+  std::map<std::pair<std::string, std::string>, std::vector<int32_t>> by_finding;  // (state, detail)
+  for (const GpuProcessState& p : section.processes) by_finding[{p.state, p.detail}].push_back(p.pid);
+  for (const auto& [finding, pids] : by_finding) {
+    const auto& [state, detail] = finding;
     std::string who = pids.size() == 1 ? fmt::format("pid {}", pids.front())
                                        : fmt::format("{} processes (pid {}, ...)", pids.size(), pids.front());
     if (state == "available") {
