@@ -235,7 +235,7 @@ Status SampleLog::load_chunk(size_t body_begin, size_t body_end) {
   }
   if (version_ >= 2) {
     ChunkStart start;
-    if (!c.chunk_start(start)) return fail("truncated chunk header");
+    if (!read_chunk_start(c, start)) return fail("truncated chunk header");
     const uint64_t have[] = {strings_.size(), functions_.size(), frames_.size(), stack_nodes_.size() - 1,
                              threads_.size(), processes_.size() + lost_processes_};
     const uint64_t want[] = {start.strings, start.functions, start.frames, start.stacks, start.threads, start.processes};
