@@ -17,7 +17,7 @@ sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common
   HEADERS layout manifest manifest_sections markers profile profile_files profile_samples pstats sample_log stats_dir
-          system_metrics trace_events trace_writer)
+          system_metrics trace_events trace_writer gpu_trace gzip)
 sprof_stage(timeline DEPS store
   HEADERS step_timeline step_inference step_trace)
 sprof_stage(window DEPS store timeline
@@ -40,6 +40,6 @@ sprof_stage(query DEPS intervals store timeline
 sprof_stage(rules DEPS store
   HEADERS rules)
 sprof_stage(report DEPS query rules store timeline
-  HEADERS analyze sample_report)
+  HEADERS analyze chrome_trace gpu_report sample_report)
 sprof_stage(render DEPS pyframes query report rules store
-  HEADERS analyze_render dump_render pstats_table record_render rules_render stats_render text_table)
+  HEADERS analyze_render dump_render gpu_render pstats_table record_render rules_render stats_render text_table)

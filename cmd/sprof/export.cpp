@@ -1,4 +1,5 @@
-// sprof export: a profile directory's raw samples as collapsed stacks or speedscope JSON.
+// sprof export: a profile directory's raw samples as collapsed stacks or speedscope JSON, or the
+// whole profile (samples, steps, GPU activity) as one Chrome trace.
 
 #include <fstream>
 
@@ -6,8 +7,12 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "sprof/chrome_trace.hpp"
+#include "sprof/gpu_trace.hpp"
+#include "sprof/gzip.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/step_timeline.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -19,6 +24,7 @@ struct ExportFlags {
   int pid = 0;
   bool idle = false;
   bool gil = false;
+  bool gzip = false;
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -29,8 +35,9 @@ Result<std::string> format_for(const ExportFlags& flags) {
   if (!flags.format.empty()) return flags.format == "raw" ? std::string("collapsed") : flags.format;
   const std::string& o = flags.output;
   if (ends_with(o, ".speedscope.json")) return std::string("speedscope");
+  if (ends_with(o, ".json") || ends_with(o, ".json.gz")) return std::string("chrome");
   if (ends_with(o, ".folded") || ends_with(o, ".collapsed") || ends_with(o, ".txt")) return std::string("collapsed");
-  return make_error(ErrorKind::usage, "export: give -f collapsed or -f speedscope{}",
+  return make_error(ErrorKind::usage, "export: give -f collapsed, -f speedscope or -f chrome{}",
                     o == "-" ? "" : fmt::format(" (cannot tell from the name {})", o));
 }
 
@@ -38,16 +45,19 @@ Result<std::string> format_for(const ExportFlags& flags) {
 
 void add_export(CLI::App& app, CommandList& commands) {
   auto flags = std::make_shared<ExportFlags>();
-  CLI::App* sub = app.add_subcommand("export", "Write a profile's samples as collapsed stacks or speedscope JSON");
+  CLI::App* sub = app.add_subcommand(
+      "export", "Write a profile's samples as collapsed stacks or speedscope JSON, or the profile as a Chrome trace");
   sub->add_option("dir", flags->dir, "Profile directory written by sprof record")->required();
   sub->add_option("-f,--format", flags->format,
-                  "collapsed (alias raw: flamegraph.pl's folded stacks) or speedscope; "
-                  "inferred from -o's name (.folded/.collapsed/.txt, .speedscope.json)")
-      ->check(CLI::IsMember({"collapsed", "raw", "speedscope"}));
+                  "collapsed (alias raw: flamegraph.pl's folded stacks), speedscope, or chrome (a Chrome trace "
+                  "in kineto's conventions: Python stacks, steps, GPU work); inferred from -o's name "
+                  "(.folded/.collapsed/.txt, .speedscope.json, .json/.json.gz)")
+      ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "chrome"}));
   sub->add_option("-o,--output", flags->output, "Output file (default: standard output)");
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
   sub->add_flag("--idle", flags->idle, "Include idle samples");
   sub->add_flag("--gil", flags->gil, "Only samples of threads holding the GIL");
+  sub->add_flag("--gzip", flags->gzip, "Compress the output with gzip (implied by an -o name ending .gz)");
 
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, format_for(*flags));
@@ -62,9 +72,28 @@ void add_export(CLI::App& app, CommandList& commands) {
       if (!known) return make_error(ErrorKind::usage, "--pid {}: no samples of that process in {}", flags->pid, flags->dir);
     }
     std::string text;
-    uint64_t samples = format == "speedscope" ? report::write_speedscope(profile, filter, text)
-                                              : report::write_collapsed(profile, filter, text);
-    if (samples == 0) spdlog::warn("no samples matched (idle samples need --idle)");
+    std::string what;
+    if (format == "chrome") {
+      SPROF_TRY(store::GpuTrace gpu, store::read_gpu_activity(flags->dir));
+      for (const std::string& warning : gpu.warnings) spdlog::warn("{}", warning);
+      auto timeline = timeline::read_step_timeline(flags->dir);
+      if (!timeline.ok()) spdlog::warn("{}", timeline.error().message);
+      report::ChromeTraceParts parts;
+      parts.samples = &profile;
+      parts.gpu = &gpu;
+      parts.steps = timeline.ok() ? &*timeline : nullptr;
+      parts.filter = filter;
+      if (profile.manifest) parts.epoch_offset_ns = profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns;
+      report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
+      what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
+                         counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);
+    } else {
+      uint64_t samples = format == "speedscope" ? report::write_speedscope(profile, filter, text)
+                                                : report::write_collapsed(profile, filter, text);
+      if (samples == 0) spdlog::warn("no samples matched (idle samples need --idle)");
+      what = fmt::format("{} samples", samples);
+    }
+    if (flags->gzip || ends_with(flags->output, ".gz")) text = store::gzip(text);
     if (flags->output == "-") {
       fmt::print("{}", text);
       std::fflush(stdout);
@@ -74,7 +103,7 @@ void add_export(CLI::App& app, CommandList& commands) {
     out << text;
     out.close();
     if (!out) return make_error(ErrorKind::io, "cannot write {}", flags->output);
-    if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({} samples)\n", flags->output, samples);
+    if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({})\n", flags->output, what);
     return 0;
   }});
 }

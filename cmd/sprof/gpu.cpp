@@ -1,0 +1,182 @@
+// sprof gpu PATH VIEW: GPU summaries of a profile directory or a Chrome (kineto) trace file.
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "output_format.hpp"
+#include "query_args.hpp"
+#include "sprof/gpu_render.hpp"
+#include "sprof/gpu_report.hpp"
+
+namespace sprof::cli {
+namespace {
+
+struct GpuFlags {
+  std::string path;
+  std::string view;
+  int device = -1;
+  std::string mode;
+  std::string start_step;
+  std::string end_step;
+  std::string start_time;
+  std::string end_time;
+  bool per_step = false;
+  size_t limit = 0;
+  int64_t kernel_wait_ns = 30;
+  bool leaf = false;
+  double max_distance_ms = 0;
+  FormatOptions format;
+};
+
+const std::vector<std::string> kViews = {"kernels", "memcpy", "api", "idle", "breakdown", "launch", "overlap", "callsites"};
+
+Result<report::GpuSelection> selection_from(const GpuFlags& f, const report::GpuInput& input) {
+  report::GpuSelection selection;
+  if (f.device >= 0) {
+    selection.device = f.device;
+    bool known = std::any_of(input.trace.ops.begin(), input.trace.ops.end(), [&](const auto& op) { return op.device == f.device; });
+    if (!known) return make_error(ErrorKind::usage, "--device {}: no GPU work on that device in {}", f.device, f.path);
+  }
+  bool steps = !f.start_step.empty() || !f.end_step.empty() || !f.mode.empty();
+  bool times = !f.start_time.empty() || !f.end_time.empty();
+  if (steps && times) return make_error(ErrorKind::usage, "give steps (--start-step/--end-step/--mode) or times (--start-time/--end-time), not both");
+  if (steps) {
+    std::optional<Mode> mode;
+    if (!f.mode.empty()) mode = mode_from_name(f.mode);
+    std::optional<int64_t> first, last;
+    if (!f.start_step.empty()) {
+      SPROF_TRY(double v, parse_step_arg("--start-step", f.start_step, false));
+      if (v >= 0) first = int64_t(v);
+    }
+    if (!f.end_step.empty()) {
+      SPROF_TRY(double v, parse_step_arg("--end-step", f.end_step, true));
+      if (std::isfinite(v)) last = int64_t(v) - 1;  // smdebug's end step is exclusive
+    }
+    if (input.steps.empty()) {
+      return make_error(ErrorKind::usage, "{}: no steps are known ({}), so steps cannot select GPU work", f.path,
+                        input.profile ? "the profile has no step markers" : "the trace has no ProfilerStep#N events");
+    }
+    selection.windows = report::step_windows(input.steps, mode, first, last);
+    if (selection.windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.path);
+  }
+  if (times) {
+    int64_t start = INT64_MIN, end = INT64_MAX;
+    if (!f.start_time.empty()) {
+      SPROF_TRY(double us, parse_time_arg("--start-time", f.start_time));
+      start = int64_t(us * 1000.0) - input.epoch_offset_ns;
+    }
+    if (!f.end_time.empty()) {
+      SPROF_TRY(double us, parse_time_arg("--end-time", f.end_time));
+      end = int64_t(us * 1000.0) - input.epoch_offset_ns;
+    }
+    if (end <= start) return make_error(ErrorKind::usage, "--end-time must be after --start-time");
+    selection.windows.emplace_back(start, end);
+  }
+  return selection;
+}
+
+Result<render::GpuTable> view_table(const GpuFlags& f, const report::GpuInput& input, const report::GpuSelection& s) {
+  const size_t outliers = f.limit > 0 ? f.limit : 10;
+  if (f.view == "kernels") return render::kernels_table(report::kernel_summary(input, s));
+  if (f.view == "memcpy") return render::memory_table(report::memory_summary(input, s));
+  if (f.view == "api") return render::api_table(report::api_summary(input, s));
+  if (f.view == "idle") {
+    if (f.kernel_wait_ns < 0) return make_error(ErrorKind::usage, "--kernel-wait-ns must not be negative");
+    return render::idle_table(report::idle_breakdown(input, s, f.kernel_wait_ns));
+  }
+  if (f.view == "breakdown") {
+    if (f.per_step && input.steps.empty()) return make_error(ErrorKind::usage, "--per-step: {} has no steps", f.path);
+    return render::breakdown_table(report::temporal_breakdown(input, s, f.per_step));
+  }
+  if (f.view == "launch") return render::launch_table(report::launch_summary(input, s, outliers));
+  if (f.view == "callsites") {
+    report::CallSiteOptions options;
+    options.leaf = f.leaf;
+    options.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
+    SPROF_TRY(auto sites, report::call_sites(input, f.path, s, options));
+    if (f.limit > 0 && sites.size() > f.limit) sites.resize(f.limit);
+    return render::callsites_table(sites);
+  }
+  return render::overlap_table(report::overlap_summary(input, s));
+}
+
+Result<int> run_gpu(const GpuFlags& f) {
+  SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path));
+  for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
+  SPROF_TRY(report::GpuSelection selection, selection_from(f, input));
+  SPROF_TRY(render::GpuTable table, view_table(f, input, selection));
+  // --limit keeps the first rows (the views sort by what matters most); launch uses it for
+  // outliers, callsites for sites (each with its kernels).
+  if (f.limit > 0 && f.view != "launch" && f.view != "callsites" && table.rows.size() > f.limit) {
+    table.rows.resize(f.limit);
+    table.json.erase(table.json.begin() + std::ptrdiff_t(f.limit), table.json.end());
+  }
+  switch (f.format.resolved()) {
+    case OutputFormat::json: {
+      Json doc = json_document("gpu");
+      doc["path"] = f.path;
+      doc["view"] = f.view;
+      doc["clock"] = input.trace.clock;
+      Json devices = Json::array();
+      for (const auto& d : input.trace.devices) {
+        devices.push_back(Json{{"id", d.id}, {"name", d.name}, {"uuid", d.uuid}, {"sm_count", d.sm_count},
+                               {"global_memory_bytes", d.global_memory_bytes}});
+      }
+      doc["devices"] = std::move(devices);
+      doc["rows"] = std::move(table.json);
+      print_json(doc);
+      return 0;
+    }
+    case OutputFormat::csv: {
+      std::string out = render::csv_line(table.headers);
+      for (const auto& row : table.rows) out += render::csv_line(row);
+      fmt::print("{}", out);
+      return 0;
+    }
+    case OutputFormat::table: break;
+  }
+  if (table.rows.empty()) {
+    fmt::print("no GPU {} in the selection\n", f.view == "api" ? "API calls" : "work");
+    return 0;
+  }
+  render::TextTable text(table.headers);
+  for (auto& row : table.rows) {
+    std::vector<render::TableCell> cells;
+    for (auto& cell : row) cells.push_back({std::move(cell), ""});
+    text.add_row(std::move(cells));
+  }
+  fmt::print("{}{}", render::gpu_trace_header(input.trace), text.render(global_options().color_enabled, terminal_width()));
+  return 0;
+}
+
+}  // namespace
+
+void add_gpu(CLI::App& app, CommandList& commands) {
+  auto f = std::make_shared<GpuFlags>();
+  CLI::App* sub = app.add_subcommand("gpu", "GPU summaries of a profile or a kineto (torch.profiler) trace: "
+                                            "kernels, memcpy, api, idle, breakdown, launch, overlap, callsites");
+  sub->add_option("path", f->path, "Profile directory, or a Chrome trace (.json, .json.gz)")->required();
+  sub->add_option("view", f->view, "kernels | memcpy | api | idle | breakdown | launch | overlap | callsites")
+      ->required()
+      ->check(CLI::IsMember(kViews));
+  sub->add_option("--device", f->device, "Only this device (the process's CUDA ordinal)")->check(CLI::NonNegativeNumber);
+  sub->add_option("--mode", f->mode, "Only steps of this mode (train, eval, predict, global)")
+      ->check(CLI::IsMember(profile_mode_names()));
+  sub->add_option("--start-step", f->start_step, "First step (work that starts inside steps start..end-1)");
+  sub->add_option("--end-step", f->end_step, "End step (exclusive, as smdebug's)");
+  sub->add_option("--start-time", f->start_time, "Window start: epoch µs, or with a unit (1596585374.96s, ms)");
+  sub->add_option("--end-time", f->end_time, "Window end, as --start-time");
+  sub->add_flag("--per-step", f->per_step, "breakdown: one row per device and step");
+  sub->add_option("--kernel-wait-ns", f->kernel_wait_ns,
+                  "idle: gaps shorter than this are kernel wait (HTA's consecutive_kernel_delay; default 30)");
+  sub->add_flag("--leaf", f->leaf, "callsites: the innermost Python frame, even in library code (default: the user's innermost frame)");
+  sub->add_option("--max-distance-ms", f->max_distance_ms,
+                  "callsites: farthest a sample may be from the launch (default: the samples around it)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--limit", f->limit, "At most this many rows (launch: outliers per device; default 10)");
+  add_format_options(sub, f->format);
+  commands.push_back({sub, [f]() -> Result<int> { return run_gpu(*f); }});
+}
+
+}  // namespace sprof::cli

@@ -1,0 +1,192 @@
+#pragma once
+// `sprof gpu VIEW`: summaries of GPU activity in the columns nsys's stats reports and HTA's
+// analyses use, computed from a store::GpuTrace (a profile's own files or a kineto trace).
+// All times are ns on the trace's clock.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sprof/gpu_trace.hpp"
+#include "sprof/modes.hpp"
+#include "sprof/result.hpp"
+
+namespace sprof::report {
+
+// A step the selection can name: from the profile's step timeline, or a trace's ProfilerStep#N.
+struct GpuStepWindow {
+  int64_t step = 0;
+  Mode mode = Mode::global;  // global for a trace's ProfilerStep#N
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// What a GPU view reads: the trace and the steps that cut it.
+struct GpuInput {
+  store::GpuTrace trace;
+  std::vector<GpuStepWindow> steps;  // by start
+  bool profile = false;              // a profile directory (else a trace file)
+  int64_t epoch_offset_ns = 0;       // epoch ns = trace ns + this (profiles: from sprof.json's clock pair)
+};
+
+// A profile directory (its gpu/<pid>.gpu files and step timeline) or a Chrome trace file
+// (.json or .json.gz). A profile without GPU files is bad_input naming what `record` saw
+// (the gpu section of sprof.json) so that the user learns why.
+Result<GpuInput> load_gpu_input(const std::filesystem::path& path);
+
+// Which work a view counts: ops (and calls) that start inside one of `windows` (all when empty),
+// on `device` when given.
+struct GpuSelection {
+  std::optional<int32_t> device;
+  std::vector<std::pair<int64_t, int64_t>> windows;  // [start, end) ns
+  bool contains(int64_t t_ns) const;
+};
+
+// Steps first..last (inclusive) of `mode` (global: any), as windows; none when no step matches.
+std::vector<std::pair<int64_t, int64_t>> step_windows(const std::vector<GpuStepWindow>& steps, std::optional<Mode> mode,
+                                                      std::optional<int64_t> first, std::optional<int64_t> last);
+
+struct DurationStats {
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  double avg_ns = 0;
+  double median_ns = 0;
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+  double stddev_ns = 0;  // sample standard deviation (n - 1), 0 for one instance, as nsys
+};
+DurationStats duration_stats(std::vector<int64_t> durations);
+
+// nsys cuda_gpu_kern_sum: per kernel name, by total time.
+struct KernelSummary {
+  std::string name;
+  DurationStats time;
+  double share = 0;  // of all selected kernel time
+};
+std::vector<KernelSummary> kernel_summary(const GpuInput& input, const GpuSelection& selection);
+
+// nsys cuda_gpu_mem_time_sum / _size_sum: per copy kind (and memsets), with throughput.
+struct MemorySummary {
+  std::string operation;  // "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"
+  DurationStats time;
+  int64_t bytes = 0;
+  double throughput_gb_s = 0;  // bytes / total time
+  double share = 0;            // of all selected copy and memset time
+};
+std::vector<MemorySummary> memory_summary(const GpuInput& input, const GpuSelection& selection);
+
+// nsys cuda_api_sum: per CUDA API name.
+struct ApiSummary {
+  std::string name;
+  bool driver = false;
+  DurationStats time;
+  double share = 0;
+};
+std::vector<ApiSummary> api_summary(const GpuInput& input, const GpuSelection& selection);
+
+// HTA's idle time breakdown per device and stream: gaps between consecutive ops on the stream,
+// host wait when the op's launch call began after the previous op ended, kernel wait when the
+// gap is under `kernel_wait_ns` (HTA's consecutive_kernel_delay, 30 ns), other otherwise.
+struct IdleRow {
+  int32_t device = 0;
+  int64_t stream = 0;
+  int64_t ops = 0;
+  int64_t span_ns = 0;  // first op start .. last op end
+  int64_t busy_ns = 0;
+  int64_t idle_ns = 0;
+  int64_t host_wait_ns = 0;
+  int64_t kernel_wait_ns = 0;
+  int64_t other_ns = 0;
+  double idle_share = 0;  // idle / span
+};
+std::vector<IdleRow> idle_breakdown(const GpuInput& input, const GpuSelection& selection, int64_t kernel_wait_ns = 30);
+
+// HTA's temporal breakdown per device (and per step): from the first op's start to the last
+// op's end, idle (no op running), compute (a computation kernel running), non-compute (only
+// communication kernels, copies or memsets running).
+struct BreakdownRow {
+  int32_t device = 0;
+  std::optional<GpuStepWindow> step;
+  int64_t span_ns = 0;
+  int64_t compute_ns = 0;
+  int64_t non_compute_ns = 0;
+  int64_t idle_ns = 0;
+};
+std::vector<BreakdownRow> temporal_breakdown(const GpuInput& input, const GpuSelection& selection, bool per_step);
+
+// Kernel launch delays (kernel start - launch call end, clamped at 0: CUPTI's clocks may invert
+// them slightly) and launch-bound signs, per device.
+struct LaunchOutlier {
+  std::string kernel;
+  std::string api;
+  int64_t correlation = 0;
+  int32_t tid = 0;
+  int64_t launch_start_ns = 0;
+  int64_t launch_ns = 0;  // the call's duration
+  int64_t delay_ns = 0;
+  int64_t kernel_ns = 0;
+};
+struct LaunchSummary {
+  int32_t device = 0;
+  int64_t kernels = 0;
+  int64_t matched = 0;  // with their launch call in the trace
+  DurationStats delay;  // over matched kernels
+  double p95_delay_ns = 0;
+  double p99_delay_ns = 0;
+  int64_t short_kernels = 0;      // shorter than 10 µs: launch-bound (CUDA graphs, torch.compile)
+  int64_t long_launches = 0;      // launch call longer than 50 µs (HTA)
+  int64_t long_delays = 0;        // delay over 100 µs (HTA)
+  int64_t gpu_shorter_than_cpu = 0;  // kernel shorter than its launch call (HTA)
+  std::vector<LaunchOutlier> outliers;  // longest delays first
+};
+std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, size_t outliers);
+
+// Communication (NCCL kernels) against computation per device: how much communication time had
+// a computation kernel running beside it.
+struct OverlapRow {
+  int32_t device = 0;
+  int64_t communication_ns = 0;  // union of NCCL kernel intervals
+  int64_t computation_ns = 0;    // union of computation kernel intervals
+  int64_t overlapped_ns = 0;     // their intersection
+  double overlap_share = 0;      // overlapped / communication
+};
+std::vector<OverlapRow> overlap_summary(const GpuInput& input, const GpuSelection& selection);
+
+// GPU time by the Python line that launched it: each op's launch call (correlation id) gives the
+// OS thread and moment of the launch; the sample of that thread nearest that moment gives the
+// Python stack: one of the two samples around the launch, or, outside the sampled span, one within
+// twice its sampling interval (`max_distance_ns` instead bounds the distance always). The call
+// site is the innermost frame of the user's code (not the standard library's, site-packages' or
+// dist-packages'), or the innermost frame when `leaf` or when no frame is the user's.
+struct CallSiteKernel {
+  std::string name;
+  int64_t total_ns = 0;
+  int64_t count = 0;
+};
+struct CallSite {
+  std::string file;     // "" for work not tied to a sample
+  int32_t line = 0;
+  std::string function;
+  std::string why_unattributed;  // for the rows without a file: what was missing
+  int64_t gpu_ns = 0;
+  double share = 0;     // of all selected GPU work
+  int64_t kernels = 0;
+  int64_t copies = 0;   // memcpy and memset
+  int64_t launches = 0; // distinct launch calls
+  std::vector<CallSiteKernel> top_kernels;  // by time, at most 3
+};
+struct CallSiteOptions {
+  bool leaf = false;
+  int64_t max_distance_ns = 0;  // 0: twice the sample's own interval
+};
+// Needs a profile directory (samples); a trace file is a usage error.
+Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::filesystem::path& profile_dir,
+                                         const GpuSelection& selection, const CallSiteOptions& options);
+
+// HTA's kernel types.
+enum class KernelType { computation, communication, memory };
+KernelType kernel_type(const store::GpuOp& op);
+
+}  // namespace sprof::report

@@ -1,0 +1,286 @@
+// A profile as one Chrome trace in kineto's conventions (see sprof/chrome_trace.hpp). Written
+// as text directly: traces reach hundreds of MB, and a JSON tree of them would take several
+// times that in memory.
+
+#include "sprof/chrome_trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "sprof/modes.hpp"
+#include "store/json_text.hpp"
+
+namespace sprof::report {
+namespace {
+
+using store::append_json_string;
+
+class TraceText {
+ public:
+  TraceText(std::string& out, int64_t offset_ns) : out_(out), offset_ns_(offset_ns) {}
+
+  // µs with ns resolution.
+  void time(int64_t ns) {
+    int64_t t = ns + offset_ns_;
+    if (t < 0) t = 0;
+    fmt::format_to(std::back_inserter(out_), "{}.{:03d}", t / 1000, t % 1000);
+  }
+  void duration(int64_t ns) {
+    ns = std::max<int64_t>(ns, 0);
+    fmt::format_to(std::back_inserter(out_), "{}.{:03d}", ns / 1000, ns % 1000);
+  }
+  // Starts an event object: {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ...
+  void begin(const char* ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid) {
+    out_ += first_ ? "\n  " : ",\n  ";
+    first_ = false;
+    out_ += "{\"ph\": \"";
+    out_ += ph;
+    out_ += '"';
+    if (!cat.empty()) {
+      out_ += ", \"cat\": ";
+      append_json_string(out_, cat);
+    }
+    out_ += ", \"name\": ";
+    append_json_string(out_, name);
+    fmt::format_to(std::back_inserter(out_), ", \"pid\": {}, \"tid\": {}", pid, tid);
+    ++events;
+  }
+  void complete(std::string_view cat, std::string_view name, int64_t pid, int64_t tid, int64_t start, int64_t end) {
+    begin("X", cat, name, pid, tid);
+    out_ += ", \"ts\": ";
+    time(start);
+    out_ += ", \"dur\": ";
+    duration(end - start);
+  }
+  std::string& raw() { return out_; }
+  uint64_t events = 0;
+
+ private:
+  std::string& out_;
+  int64_t offset_ns_;
+  bool first_ = true;
+};
+
+void metadata(TraceText& t, const char* what, int64_t pid, int64_t tid, std::string_view key, std::string_view value) {
+  t.begin("M", "", what, pid, tid);
+  t.raw() += ", \"args\": {";
+  append_json_string(t.raw(), key);
+  t.raw() += ": ";
+  append_json_string(t.raw(), value);
+  t.raw() += "}}";
+}
+
+void sort_index(TraceText& t, const char* what, int64_t pid, int64_t tid, int64_t index) {
+  t.begin("M", "", what, pid, tid);
+  fmt::format_to(std::back_inserter(t.raw()), ", \"args\": {{\"sort_index\": {}}}}}", index);
+}
+
+std::string mode_keys(Mode mode) {
+  switch (mode) {
+    case Mode::train: return "Step:ModeKeys.TRAIN";
+    case Mode::eval: return "Step:ModeKeys.EVAL";
+    case Mode::predict: return "Step:ModeKeys.PREDICT";
+    default: return "Step:ModeKeys.GLOBAL";
+  }
+}
+
+// Python stacks of one thread as slices: a frame open since sample i stays open while later
+// samples keep it at the same depth (same function), and closes at the first sample without it.
+void python_slices(TraceText& t, const store::SampleLog& log, const query::SampleFilter& filter, ChromeTraceCounts& counts) {
+  struct Open {
+    uint32_t function = 0;
+    int32_t line = 0;
+    int64_t start = 0;
+  };
+  struct ThreadState {
+    std::vector<Open> open;
+    int64_t last_ns = 0;
+    int64_t last_weight = 0;
+  };
+  std::vector<ThreadState> threads(log.threads().size());
+  std::vector<uint32_t> frames;
+  int32_t pid = log.pid();
+  auto tid_of = [&](uint32_t thread) -> int64_t {
+    const store::LogThread& th = log.threads()[thread];
+    return th.native_tid != 0 ? th.native_tid : int64_t(th.python_thread_id & 0x7FFFFFFF);
+  };
+  auto close_from = [&](uint32_t thread, size_t depth, int64_t end) {
+    ThreadState& s = threads[thread];
+    while (s.open.size() > depth) {
+      const Open& o = s.open.back();
+      const store::LogFunction& fn = log.functions()[o.function];
+      t.complete("python_function", fn.name, pid, tid_of(thread), o.start, end);
+      t.raw() += ", \"args\": {\"file\": ";
+      append_json_string(t.raw(), fn.file);
+      fmt::format_to(std::back_inserter(t.raw()), ", \"line\": {}}}}}", o.line);
+      ++counts.python_slices;
+      s.open.pop_back();
+    }
+  };
+  query::for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
+    ThreadState& s = threads[r.thread];
+    // A gap (idle samples filtered out, a paused sampler) ends what was open.
+    if (!s.open.empty() && r.time_ns - s.last_ns > 2 * std::max<int64_t>(s.last_weight, 1'000'000)) {
+      close_from(r.thread, 0, s.last_ns + s.last_weight);
+    }
+    if (!filter.keeps(r)) {
+      if (!s.open.empty()) close_from(r.thread, 0, r.time_ns);
+      return;
+    }
+    log.stack_frames(r.stack, frames);  // leaf first
+    size_t depth = frames.size();
+    size_t same = 0;
+    while (same < s.open.size() && same < depth &&
+           s.open[same].function == log.frames()[frames[depth - 1 - same]].function) {
+      ++same;
+    }
+    close_from(r.thread, same, r.time_ns);
+    for (size_t d = same; d < depth; ++d) {
+      const store::LogFrame& f = log.frames()[frames[depth - 1 - d]];
+      s.open.push_back({f.function, f.line, r.time_ns});
+    }
+    s.last_ns = r.time_ns;
+    s.last_weight = std::max<int64_t>(r.weight_ns, 0);
+  });
+  for (uint32_t i = 0; i < threads.size(); ++i) close_from(i, 0, threads[i].last_ns + threads[i].last_weight);
+}
+
+}  // namespace
+
+ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string& out) {
+  ChromeTraceCounts counts;
+  const store::GpuTrace* gpu = parts.gpu;
+  out += "{\n\"schemaVersion\": 1,\n\"displayTimeUnit\": \"ms\",\n\"deviceProperties\": [";
+  if (gpu != nullptr) {
+    for (size_t i = 0; i < gpu->devices.size(); ++i) {
+      const store::GpuDevice& d = gpu->devices[i];
+      out += i == 0 ? "\n  {" : ",\n  {";
+      fmt::format_to(std::back_inserter(out), "\"id\": {}, \"name\": ", d.id);
+      append_json_string(out, d.name);
+      out += ", \"uuid\": ";
+      append_json_string(out, d.uuid);
+      fmt::format_to(std::back_inserter(out), ", \"totalGlobalMem\": {}, \"computeMajor\": {}, \"computeMinor\": {}, \"numSms\": {}}}",
+                     d.global_memory_bytes, d.compute_major, d.compute_minor, d.sm_count);
+    }
+  }
+  out += "],\n";
+  if (gpu != nullptr) {
+    auto ranked = std::find_if(gpu->processes.begin(), gpu->processes.end(), [](const store::GpuProcess& p) { return p.rank >= 0; });
+    if (ranked != gpu->processes.end()) {
+      fmt::format_to(std::back_inserter(out), "\"distributedInfo\": {{\"rank\": {}, \"world_size\": {}}},\n", ranked->rank,
+                     ranked->world_size);
+    }
+  }
+  out += "\"traceEvents\": [";
+  TraceText t(out, parts.epoch_offset_ns);
+
+  // CPU processes and threads: names from the sample logs.
+  if (parts.samples != nullptr) {
+    for (const store::ProcessSamples& p : parts.samples->processes) {
+      const store::SampleLog& log = p.log;
+      if (!parts.filter.keeps_process(log.pid())) continue;
+      std::string name = log.processes().empty() ? "python" : log.processes().back().executable;
+      metadata(t, "process_name", log.pid(), 0, "name", fmt::format("{} (pid {})", name, log.pid()));
+      for (const store::LogThread& th : log.threads()) {
+        if (th.native_tid == 0) continue;
+        metadata(t, "thread_name", log.pid(), th.native_tid, "name", th.name.empty() ? fmt::format("thread {}", th.native_tid) : th.name);
+      }
+      python_slices(t, log, parts.filter, counts);
+    }
+  }
+
+  if (parts.steps != nullptr) {
+    for (const timeline::ProcessTimeline& p : parts.steps->processes) {
+      if (!parts.filter.keeps_process(p.pid)) continue;
+      for (const timeline::Step& s : p.steps) {
+        t.complete("user_annotation", mode_keys(s.mode), p.pid, s.tid != 0 ? s.tid : p.pid, s.begin_ns, s.end_ns);
+        fmt::format_to(std::back_inserter(out), ", \"args\": {{\"step_num\": {}, \"global_step\": {}}}}}", s.step, s.global_step);
+        ++counts.steps;
+      }
+    }
+  }
+
+  if (gpu != nullptr) {
+    // GPU rows: one Chrome process per (process, device), sorted after the CPU ones.
+    std::map<std::pair<int32_t, int32_t>, int64_t> gpu_pid;
+    for (const store::GpuOp& op : gpu->ops) gpu_pid.emplace(std::make_pair(op.pid, op.device), 0);
+    int64_t next = 0;
+    std::map<int64_t, bool> streams_named;
+    for (auto& [key, pid] : gpu_pid) {
+      pid = kGpuPidBase + next++;
+      std::string label = gpu_pid.size() > 1 && key.first != 0 ? fmt::format("GPU {} (pid {})", key.second, key.first)
+                                                                : fmt::format("GPU {}", key.second);
+      metadata(t, "process_name", pid, 0, "name", label);
+      metadata(t, "process_labels", pid, 0, "labels", label);
+      sort_index(t, "process_sort_index", pid, 0, 5'000'000 + next);
+    }
+    std::map<int32_t, size_t> process_index;
+    for (const store::GpuProcess& p : gpu->processes) process_index.emplace(p.pid, process_index.size());
+    auto flow_id = [&](int32_t pid, int64_t correlation) {
+      auto it = process_index.find(pid);
+      return int64_t(it == process_index.end() ? 0 : it->second) * (int64_t(1) << 32) + correlation;
+    };
+    std::unordered_map<int64_t, const store::GpuApiCall*> launch;
+    for (const store::GpuApiCall& call : gpu->api_calls) {
+      t.complete(call.driver ? "cuda_driver" : "cuda_runtime", call.name, call.pid, call.tid, call.start_ns, call.end_ns);
+      fmt::format_to(std::back_inserter(out), ", \"args\": {{\"correlation\": {}}}}}", call.correlation);
+      ++counts.api_calls;
+      if (call.correlation != 0) launch.emplace(flow_id(call.pid, call.correlation), &call);
+    }
+    for (const store::GpuOp& op : gpu->ops) {
+      int64_t pid = gpu_pid[{op.pid, op.device}];
+      if (!streams_named[pid * 1'000'000 + op.stream]) {
+        streams_named[pid * 1'000'000 + op.stream] = true;
+        metadata(t, "thread_name", pid, op.stream, "name", fmt::format("stream {}", op.stream));
+      }
+      const char* cat = op.kind == store::GpuOpKind::kernel ? "kernel" : op.kind == store::GpuOpKind::memcpy ? "gpu_memcpy" : "gpu_memset";
+      t.complete(cat, op.name, pid, op.stream, op.start_ns, op.end_ns);
+      fmt::format_to(std::back_inserter(out), ", \"args\": {{\"device\": {}, \"context\": {}, \"stream\": {}, \"correlation\": {}",
+                     op.device, op.context, op.stream, op.correlation);
+      if (op.kind == store::GpuOpKind::kernel) {
+        fmt::format_to(std::back_inserter(out),
+                       ", \"registers per thread\": {}, \"shared memory\": {}, \"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
+                       op.registers_per_thread, op.shared_memory, op.grid[0], op.grid[1], op.grid[2], op.block[0], op.block[1],
+                       op.block[2]);
+      } else {
+        double gb_s = op.duration_ns() > 0 ? double(op.bytes) / double(op.duration_ns()) : 0;
+        fmt::format_to(std::back_inserter(out), ", \"bytes\": {}, \"memory bandwidth (GB/s)\": {:.6f}", op.bytes, gb_s);
+      }
+      out += "}}";
+      ++counts.gpu_ops;
+      // The launch arrow: "s" on the launching thread, "f" (binding to the enclosing slice) on the work.
+      auto call = op.correlation != 0 ? launch.find(flow_id(op.pid, op.correlation)) : launch.end();
+      if (call != launch.end()) {
+        int64_t id = flow_id(op.pid, op.correlation);
+        t.begin("s", "ac2g", "ac2g", call->second->pid, call->second->tid);
+        fmt::format_to(std::back_inserter(out), ", \"id\": {}, \"ts\": ", id);
+        t.time(call->second->start_ns);
+        out += "}";
+        t.begin("f", "ac2g", "ac2g", pid, op.stream);
+        fmt::format_to(std::back_inserter(out), ", \"id\": {}, \"bp\": \"e\", \"ts\": ", id);
+        t.time(op.start_ns);
+        out += "}";
+        ++counts.flows;
+      }
+    }
+    for (const store::GpuSync& sync : gpu->syncs) {
+      // kineto moves stream syncs off the stream's row so they do not overlap its kernels.
+      t.complete("cuda_sync", sync.kind, sync.pid, sync.tid, sync.start_ns, sync.end_ns);
+      fmt::format_to(std::back_inserter(out), ", \"args\": {{\"cuda_sync_kind\": ");
+      append_json_string(out, sync.kind);
+      fmt::format_to(std::back_inserter(out), ", \"stream\": {}, \"correlation\": {}}}}}", sync.stream, sync.correlation);
+    }
+    for (const store::GpuOverhead& o : gpu->overheads) {
+      t.complete("overhead", o.name, o.pid, 0, o.start_ns, o.end_ns);
+      out += "}";
+    }
+  }
+  out += "\n]\n}\n";
+  counts.events = t.events;
+  return counts;
+}
+
+}  // namespace sprof::report

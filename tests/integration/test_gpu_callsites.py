@@ -1,0 +1,257 @@
+"""`sprof gpu DIR callsites`: GPU time tied to the Python line that launched it.
+
+A real `sprof record` samples a real Python workload whose main thread runs two known loops
+(each on its own line) at times it logs itself, on its own thread id. The test then writes GPU
+activity into the profile (gpu/<pid>.gpu, the documented format, as libsprof_cupti.so writes
+it) on that schedule: launch calls on the workload's thread in the middle of each loop, kernels
+correlated with them. The call sites must come out on the loops' lines with the kernel times of
+the schedule: correlation id -> launch call -> thread -> sample -> Python line.
+"""
+
+import json
+import os
+import struct
+import textwrap
+import zlib
+
+from sprof_testlib import TempDirTestCase, run_sprof
+
+WORKLOAD = textwrap.dedent("""\
+    import json, os, sys, threading, time
+    sys.path.insert(0, sys.argv[2])
+    import fakelib
+
+    def forward(log):
+        t0 = time.monotonic_ns()
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end: pass  # FORWARD
+        log.append(("forward", t0, time.monotonic_ns()))
+
+    def backward(log):
+        t0 = time.monotonic_ns()
+        fakelib.spin(0.3)  # BACKWARD
+        log.append(("backward", t0, time.monotonic_ns()))
+
+    log = []
+    for _ in range(3):
+        forward(log)
+        backward(log)
+    with open(sys.argv[1], "w") as f:
+        json.dump({"pid": os.getpid(), "tid": threading.get_native_id(), "log": log}, f)
+    """)
+
+# A "library": its frames are not the user's, so the call site is the user's line that called it.
+FAKELIB = textwrap.dedent("""\
+    import time
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end: pass  # LIBRARY
+    """)
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def svarint(v):
+    return varint((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)
+
+
+class Chunk:
+    """A chunk body of docs/gpu-activity.md's format."""
+
+    def __init__(self, pid):
+        self.body = bytearray()
+        self.strings = {}
+        self.last_start = 0
+        cupti = self.string("/fake/libcupti.so")
+        self.body += bytes([0x02]) + varint(pid) + svarint(-1) + svarint(-1) + svarint(-1) + svarint(0) + svarint(0)
+        self.body += varint(130001) + varint(cupti)
+
+    def string(self, text):
+        if text not in self.strings:
+            data = text.encode()
+            self.body += bytes([0x01]) + varint(len(data)) + data
+            self.strings[text] = len(self.strings)
+        return self.strings[text]
+
+    def time(self, start, end):
+        out = svarint(start - self.last_start) + varint(end - start)
+        self.last_start = start
+        return out
+
+    def api(self, start, end, tid, correlation):
+        name = self.string("cudaLaunchKernel")
+        self.body += bytes([0x13]) + self.time(start, end) + varint(0) + varint(211) + varint(name)
+        self.body += varint(tid) + varint(correlation) + varint(0)
+
+    def kernel(self, start, end, correlation, name):
+        n = self.string(name)
+        self.body += bytes([0x10]) + self.time(start, end)
+        for v in (0, 1, 7, correlation, 64, 1, 1, 128, 1, 1, 32, 0, 0, n):
+            self.body += varint(v)
+
+    def framed(self):
+        body = bytes(self.body)
+        return b"SPGC" + struct.pack("<II", len(body), zlib.crc32(body)) + body
+
+
+def line_of(source, marker):
+    return next(i for i, text in enumerate(source.splitlines(), 1) if marker in text)
+
+
+class GpuCallSites(TempDirTestCase):
+    def setUp(self):
+        super().setUp()
+        lib = os.path.join(self.tmp, "venv", "lib", "python3.11", "site-packages")
+        os.makedirs(lib)
+        with open(os.path.join(lib, "fakelib.py"), "w") as f:
+            f.write(FAKELIB)
+        self.script = os.path.join(self.tmp, "train.py")
+        with open(self.script, "w") as f:
+            f.write(WORKLOAD)
+        self.schedule = os.path.join(self.tmp, "schedule.json")
+        self.profile = os.path.join(self.tmp, "profile")
+        run_sprof("record", "-q", "-r", "200", "--gpu", "off", "-o", self.profile, "--", "/usr/bin/python3",
+                  self.script, self.schedule, lib, check=0)
+        with open(self.schedule) as f:
+            self.run_info = json.load(f)
+        # Per window: 4 launches spread over its middle half; forward kernels 1 ms, backward 2.5 ms.
+        chunk = Chunk(self.run_info["pid"])
+        self.expected = {"forward": 0, "backward": 0}
+        correlation = 0
+        events = []
+        for kind, t0, t1 in self.run_info["log"]:
+            for k in range(4):
+                at = t0 + (t1 - t0) * (k + 2) // 8
+                correlation += 1
+                duration = 1_000_000 if kind == "forward" else 2_500_000
+                events.append((at, at + 8_000, correlation, at + 20_000, at + 20_000 + duration, kind))
+                self.expected[kind] += duration
+        for at, at_end, corr, k0, k1, kind in events:
+            chunk.api(at, at_end, self.run_info["tid"], corr)
+        for at, at_end, corr, k0, k1, kind in sorted(events, key=lambda e: e[3]):
+            chunk.kernel(k0, k1, corr, f"{kind}_kernel(float*)")
+        os.makedirs(os.path.join(self.profile, "gpu"), exist_ok=True)
+        header = b"SPROFGPU" + struct.pack("<II", 1, 16)
+        with open(os.path.join(self.profile, "gpu", "%d.gpu" % self.run_info["pid"]), "wb") as f:
+            f.write(header + chunk.framed())
+
+    def sites(self, *flags):
+        out = run_sprof("gpu", self.profile, "callsites", "--format", "json", *flags, check=0)
+        return json.loads(out.stdout)["rows"]
+
+    def test_kernels_land_on_the_lines_that_launched_them(self):
+        # Launches sit 75 ms or more inside their loop: a 50 ms reach cannot cross into the other
+        # loop, and rides out the sampler's late ticks on a loaded machine.
+        rows = self.sites("--max-distance-ms", "50")
+        by_line = {(os.path.basename(r["file"] or ""), r.get("line")): r for r in rows}
+        forward = by_line.get(("train.py", line_of(WORKLOAD, "# FORWARD")))
+        backward = by_line.get(("train.py", line_of(WORKLOAD, "# BACKWARD")))
+        self.assertIsNotNone(forward, rows)
+        self.assertIsNotNone(backward, rows)
+        self.assertEqual(forward["function"], "forward")
+        self.assertEqual(backward["function"], "backward")
+        self.assertAlmostEqual(forward["gpu_us"], self.expected["forward"] / 1000, delta=0.01)
+        self.assertAlmostEqual(backward["gpu_us"], self.expected["backward"] / 1000, delta=0.01)
+        self.assertEqual(forward["kernels"], 12)
+        self.assertEqual(forward["launches"], 12)
+        self.assertEqual(backward["top_kernels"][0]["name"], "backward_kernel(float*)")
+        self.assertEqual(rows[0], backward)  # the most GPU time first
+        total = self.expected["forward"] + self.expected["backward"]
+        self.assertAlmostEqual(backward["share"], self.expected["backward"] / total, places=4)
+
+    def test_default_reach_attributes_everything_between_samples(self):
+        rows = self.sites()
+        attributed = sum(r["gpu_us"] for r in rows if r["file"])
+        # Every launch lies between two samples of its thread, however late a tick came.
+        self.assertEqual(attributed, sum(r["gpu_us"] for r in rows), rows)
+
+    def test_leaf_reports_the_library_line(self):
+        rows = self.sites("--leaf", "--max-distance-ms", "50")
+        lib_line = line_of(FAKELIB, "# LIBRARY")
+        library = [r for r in rows if r["file"] and r["file"].endswith("fakelib.py")]
+        self.assertEqual(len(library), 1, rows)
+        self.assertEqual(library[0]["line"], lib_line)
+        self.assertEqual(library[0]["function"], "spin")
+
+    def test_work_without_a_launch_or_a_sample_is_named_not_dropped(self):
+        path = os.path.join(self.profile, "gpu", "%d.gpu" % self.run_info["pid"])
+        chunk = Chunk(self.run_info["pid"])
+        end = max(t1 for _, _, t1 in self.run_info["log"])
+        chunk.kernel(end + 10**9, end + 10**9 + 5_000, 0, "orphan")           # no correlation
+        chunk.api(end + 60 * 10**9, end + 60 * 10**9 + 1000, self.run_info["tid"], 999)  # long after the run
+        chunk.kernel(end + 60 * 10**9 + 2000, end + 60 * 10**9 + 9000, 999, "late")
+        with open(path, "ab") as f:
+            f.write(chunk.framed())
+        rows = self.sites()
+        why = sorted(r["unattributed"] for r in rows if r["file"] is None)
+        self.assertEqual(why, ["no launch call recorded for it", "no sample of the launching thread near the launch"])
+
+    def test_a_trace_file_has_no_call_sites(self):
+        trace = os.path.join(self.tmp, "t.json")
+        with open(trace, "w") as f:
+            json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+                                        "args": {"device": 0, "stream": 7, "correlation": 1}}]}, f)
+        out = run_sprof("gpu", trace, "callsites", check=2)
+        self.assertIn("callsites needs a profile directory", out.stderr)
+
+
+class ChromeTraceExport(GpuCallSites):
+    """The same profile as one Chrome trace: checked against the Trace Event Format."""
+
+    # Only this class's own test (the call-site tests run once, above).
+    test_kernels_land_on_the_lines_that_launched_them = None
+    test_default_reach_attributes_everything_between_samples = None
+    test_leaf_reports_the_library_line = None
+    test_work_without_a_launch_or_a_sample_is_named_not_dropped = None
+    test_a_trace_file_has_no_call_sites = None
+
+    def test_kernels_launches_flows_and_python_slices(self):
+        out = os.path.join(self.tmp, "trace.json.gz")
+        run_sprof("export", self.profile, "-f", "chrome", "-o", out, check=0)
+        import gzip
+        with gzip.open(out, "rt") as f:
+            doc = json.load(f)
+        events = doc["traceEvents"]
+        self.assertEqual(doc["schemaVersion"], 1)
+        for e in events:
+            self.assertIn(e["ph"], ("X", "M", "s", "f"), e)
+            if e["ph"] == "X":
+                self.assertIsInstance(e["ts"], (int, float))
+                self.assertGreaterEqual(e["dur"], 0, e)
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        self.assertEqual(len(kernels), 24)
+        for k in kernels:
+            self.assertEqual(k["args"]["stream"], 7)
+            self.assertGreaterEqual(k["pid"], 1_000_000_000)  # GPU rows sort after the processes
+        launches = [e for e in events if e.get("cat") == "cuda_runtime"]
+        self.assertEqual({e["tid"] for e in launches}, {self.run_info["tid"]})
+        starts = {e["id"]: e for e in events if e["ph"] == "s"}
+        finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+        self.assertEqual(set(starts), set(finishes))
+        self.assertEqual(len(starts), 24)
+        for i, f in finishes.items():
+            self.assertEqual(f["bp"], "e")
+            self.assertLessEqual(starts[i]["ts"], f["ts"])
+        # Timestamps are epoch µs: the kernels sit inside the run's own wall-clock time.
+        first = min(k["ts"] for k in kernels)
+        self.assertGreater(first, 1.6e15)
+        slices = [e for e in events if e.get("cat") == "python_function" and e["tid"] == self.run_info["tid"]]
+        names = {e["name"] for e in slices}
+        self.assertTrue({"forward", "backward", "<module>"} <= names, names)
+        # Slices of one thread nest: each one ends before its enclosing one does.
+        slices.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in slices:
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - 1e-6:
+                stack.pop()
+            if stack:
+                self.assertLessEqual(e["ts"] + e["dur"], stack[-1]["ts"] + stack[-1]["dur"] + 1e-3)
+            stack.append(e)
