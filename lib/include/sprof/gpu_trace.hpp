@@ -120,6 +120,8 @@ struct GpuTrace {
 Result<GpuTrace> read_gpu_activity(const std::filesystem::path& profile_dir);
 // One gpu/<pid>.gpu file appended into `trace` (not sorted).
 Status read_gpu_activity_file(const std::filesystem::path& path, GpuTrace& trace);
+// The same over bytes in memory (`source` names them in messages).
+Status parse_gpu_activity(std::string_view bytes, const std::string& source, GpuTrace& trace);
 
 // A Chrome trace (JSON, or gzip-compressed JSON) in kineto's conventions: categories kernel,
 // gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cuda_sync, overhead; deviceProperties and

@@ -291,14 +291,18 @@ std::string memset_name(std::string_view memory) { return fmt::format("Memset ({
 Status read_gpu_activity_file(const fs::path& path, GpuTrace& trace) {
   std::string data;
   if (auto status = files_for(path).read(path, data); !status.ok()) return status;
+  return parse_gpu_activity(data, path.string(), trace);
+}
+
+Status parse_gpu_activity(std::string_view data, const std::string& source, GpuTrace& trace) {
   if (data.size() < kFileHeaderSize || std::memcmp(data.data(), kFileMagic, sizeof kFileMagic) != 0) {
-    return make_error(ErrorKind::bad_input, "{}: not a sprof GPU activity file (no SPROFGPU header)", path.string());
+    return make_error(ErrorKind::bad_input, "{}: not a sprof GPU activity file (no SPROFGPU header)", source);
   }
   uint32_t version = bytes::get_u32(data.data() + 8);
   uint32_t header_size = bytes::get_u32(data.data() + 12);
   if (version != kFormatVersion || header_size < kFileHeaderSize || header_size > data.size()) {
     return make_error(ErrorKind::bad_input, "{}: GPU activity format {} is not one this sprof reads (it reads {})",
-                      path.string(), version, kFormatVersion);
+                      source, version, kFormatVersion);
   }
   FileState file;
   ChunkDecoder decoder(file, trace);
@@ -329,12 +333,13 @@ Status read_gpu_activity_file(const fs::path& path, GpuTrace& trace) {
     pos = resume;
   }
   if (dropped > 0) {
-    trace.warnings.push_back(fmt::format("{}: {} damaged chunk(s) skipped ({} bytes)", path.string(), dropped, dropped_bytes));
+    trace.warnings.push_back(fmt::format("{}: {} damaged chunk(s) skipped ({} bytes)", source, dropped, dropped_bytes));
   }
-  if (torn_tail) trace.warnings.push_back(fmt::format("{}: the last chunk is incomplete (the process ended while writing it)", path.string()));
+  if (torn_tail) trace.warnings.push_back(fmt::format("{}: the last chunk is incomplete (the process ended while writing it)", source));
   if (file.have_process) {
     trace.processes.push_back(file.process);
-    for (auto& [id, d] : file.devices) {
+    for (const auto& entry : file.devices) {
+      const GpuDevice& d = entry.second;
       bool known = std::any_of(trace.devices.begin(), trace.devices.end(),
                                [&](const GpuDevice& e) { return e.id == d.id && e.uuid == d.uuid; });
       if (!known) trace.devices.push_back(d);
