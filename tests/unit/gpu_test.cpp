@@ -42,20 +42,27 @@ TEST_CASE("the injection's per-process states are read in pid order, bad files n
   test::write_file(dir.path() / "101.json", R"({"pid": 101, "state": "no_driver", "detail": "none"})");
   test::write_file(dir.path() / "303.json", "{\"pid\": 303, \"sta");  // cut short
   test::write_file(dir.path() / "404.json.tmp", "{}");                 // the injection's temporary
+  // A recording process that exited normally: its counts are extra keys.
+  test::write_file(dir.path() / "505.json",
+                   R"({"pid": 505, "state": "recording", "detail": "CUPTI 13.0 (/x) records kernels to /o/505.gpu",)"
+                   R"( "cupti": "/x", "cupti_source": "system", "cupti_version": 130001, "records": 9, "chunks": 2,)"
+                   R"( "dropped": 0, "untimed": 1, "monotonic_ns": 7})");
   std::vector<std::string> problems;
   auto states = read_gpu_states(dir.path(), problems);
-  REQUIRE(states.size() == 2);
+  REQUIRE(states.size() == 3);
   CHECK(states[0].pid == 101);
   CHECK(states[0].state == "no_driver");
   CHECK(states[1].cupti_source == "torch");
   CHECK(states[1].cupti_version == 24);
+  CHECK(states[2].state == "recording");
+  CHECK(states[2].cupti_version == 130001);
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems[0], Catch::Contains("303.json"));
 
   std::vector<std::string> none;
   CHECK(read_gpu_states(dir.path() / "missing", none).empty());
   CHECK(none.empty());
-  CHECK_FALSE(parse_gpu_state(R"({"state": "available"})", "x.json").ok());
+  CHECK_FALSE(parse_gpu_state(R"({"state": "recording"})", "x.json").ok());
 }
 
 TEST_CASE("the manifest's gpu section round-trips", "[gpu]") {
@@ -68,8 +75,8 @@ TEST_CASE("the manifest's gpu section round-trips", "[gpu]") {
   section.driver = true;
   GpuProcessState p;
   p.pid = 7;
-  p.state = "available";
-  p.detail = "CUPTI 13.0 (/usr/local/cuda/lib64/libcupti.so.13) can trace this process";
+  p.state = "recording";
+  p.detail = "CUPTI 13.0 (/usr/local/cuda/lib64/libcupti.so.13) records kernels, memcpy, memset to /out/gpu/7.gpu";
   p.cupti_version = 130001;
   section.processes.push_back(p);
   set_gpu_section(manifest, section);

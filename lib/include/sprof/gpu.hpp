@@ -38,8 +38,10 @@ Result<GpuPlan> plan_gpu(GpuMode mode, const std::filesystem::path& cupti);
 // What the injection found in one process that initialised CUDA ($SPROF_GPU_DIR/<pid>.json).
 struct GpuProcessState {
   int32_t pid = 0;
-  // available | no_driver | stub_driver | cupti_missing | not_cupti | other_tool_attached |
-  // insufficient_privileges | driver_too_old | cupti_error
+  // recording (GPU activity goes to <pid>.gpu beside the state) | no_driver | stub_driver |
+  // cupti_missing | not_cupti | other_tool_attached | insufficient_privileges | driver_too_old |
+  // cupti_error | output_error (<pid>.gpu cannot be created). A recording process's file also
+  // has, once it exited normally, records/chunks/dropped/untimed counts (not read here).
   std::string state;
   std::string detail;        // one line, for people
   std::string cupti;         // the libcupti file loaded, when one was

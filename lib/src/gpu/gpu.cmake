@@ -17,12 +17,21 @@ endif()
 
 if(SPROF_CUPTI_INCLUDE_DIR)
   message(STATUS "sprof: CUPTI found (${SPROF_CUPTI_INCLUDE_DIR}/cupti.h): building libsprof_cupti.so for record --gpu")
-  add_library(sprof_cupti SHARED ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/injection/injection.cpp
-                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/injection/cupti_library.cpp)
-  # The gpu stage's include tree (its own headers only) and CUPTI's; nothing of libsprof.
+  set(injection ${CMAKE_CURRENT_SOURCE_DIR}/src/gpu/injection)
+  add_library(sprof_cupti SHARED ${injection}/injection.cpp
+                                 ${injection}/cupti_library.cpp
+                                 ${injection}/process_state.cpp
+                                 ${injection}/activity_recorder.cpp
+                                 ${injection}/activity_buffers.cpp
+                                 ${injection}/record_converter.cpp
+                                 ${injection}/activity_file_writer.cpp
+                                 # the GPU activity file's chunk checksum (store's header-only format uses it)
+                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/store/crc32.cpp)
+  # The gpu stage's include tree (its own headers and store's private ones) and CUPTI's; nothing
+  # of libsprof is linked.
   target_include_directories(sprof_cupti PRIVATE ${SPROF_STAGE_TREES}/gpu)
   target_include_directories(sprof_cupti SYSTEM PRIVATE ${SPROF_CUPTI_INCLUDE_DIR})
-  target_link_libraries(sprof_cupti PRIVATE sprof_build_flags ${CMAKE_DL_LIBS})
+  target_link_libraries(sprof_cupti PRIVATE sprof_build_flags Threads::Threads ${CMAKE_DL_LIBS})
   set_target_properties(sprof_cupti PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_compile_definitions(sprof_stage_gpu PRIVATE SPROF_CUPTI_LIBRARY_NAME="$<TARGET_FILE_NAME:sprof_cupti>")
   add_dependencies(sprof sprof_cupti)

@@ -80,7 +80,7 @@ Status GpuRecordHook::on_finish(const fs::path& output_dir, store::Manifest& man
     const auto& [state, detail] = finding;
     std::string who = pids.size() == 1 ? fmt::format("pid {}", pids.front())
                                        : fmt::format("{} processes (pid {}, ...)", pids.size(), pids.front());
-    if (state == "available") {
+    if (state == "recording") {
       spdlog::info("GPU: {}: {}", who, detail);
     } else {
       spdlog::warn("no GPU tracing in {}: {}", who, detail);

@@ -59,6 +59,22 @@ bool resolve(LoadedCupti& out, std::string& error) {
   out.fn.subscribe_v2 = reinterpret_cast<decltype(out.fn.subscribe_v2)>(sym("cuptiSubscribe_v2"));
   out.fn.subscribe = reinterpret_cast<decltype(out.fn.subscribe)>(sym("cuptiSubscribe"));
   out.fn.unsubscribe = reinterpret_cast<decltype(out.fn.unsubscribe)>(sym("cuptiUnsubscribe"));
+#define SPROF_RESOLVE(member, name) out.fn.member = reinterpret_cast<decltype(out.fn.member)>(sym(name))
+  SPROF_RESOLVE(activity_register_callbacks, "cuptiActivityRegisterCallbacks");
+  SPROF_RESOLVE(activity_enable, "cuptiActivityEnable");
+  SPROF_RESOLVE(activity_flush_all, "cuptiActivityFlushAll");
+  SPROF_RESOLVE(activity_get_next_record, "cuptiActivityGetNextRecord");
+  SPROF_RESOLVE(activity_disable, "cuptiActivityDisable");
+  SPROF_RESOLVE(activity_set_attribute, "cuptiActivitySetAttribute");
+  SPROF_RESOLVE(activity_enable_runtime_api, "cuptiActivityEnableRuntimeApi");
+  SPROF_RESOLVE(activity_enable_driver_api, "cuptiActivityEnableDriverApi");
+  SPROF_RESOLVE(activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
+  SPROF_RESOLVE(activity_register_timestamp_callback, "cuptiActivityRegisterTimestampCallback");
+  SPROF_RESOLVE(set_thread_id_type, "cuptiSetThreadIdType");
+  SPROF_RESOLVE(get_timestamp, "cuptiGetTimestamp");
+  SPROF_RESOLVE(get_callback_name, "cuptiGetCallbackName");
+  SPROF_RESOLVE(get_last_error, "cuptiGetLastError");
+#undef SPROF_RESOLVE
   if (out.fn.get_version == nullptr || out.fn.unsubscribe == nullptr ||
       (out.fn.subscribe_v2 == nullptr && out.fn.subscribe == nullptr)) {
     error = out.path + " lacks cuptiGetVersion, cuptiSubscribe or cuptiUnsubscribe: not a CUPTI library";
@@ -117,12 +133,53 @@ bool load_cupti(LoadedCupti& out, std::string& error) {
   return resolve(out, error);
 }
 
+std::string missing_for_recording(const CuptiFunctions& fn) {
+  std::string missing;
+  auto need = [&](const void* f, const char* name) {
+    if (f != nullptr) return;
+    if (!missing.empty()) missing += ", ";
+    missing += name;
+  };
+  need(reinterpret_cast<const void*>(fn.activity_register_callbacks), "cuptiActivityRegisterCallbacks");
+  need(reinterpret_cast<const void*>(fn.activity_enable), "cuptiActivityEnable");
+  need(reinterpret_cast<const void*>(fn.activity_flush_all), "cuptiActivityFlushAll");
+  need(reinterpret_cast<const void*>(fn.activity_get_next_record), "cuptiActivityGetNextRecord");
+  return missing;
+}
+
 std::string result_text(const CuptiFunctions& fn, CUptiResult result) {
   const char* text = nullptr;
   if (fn.get_result_string != nullptr && fn.get_result_string(result, &text) == CUPTI_SUCCESS && text != nullptr) {
     return text;
   }
   return "CUPTI error " + std::to_string(int(result));
+}
+
+void describe_failure(const CuptiFunctions& fn, CUptiResult result, const std::string& from, const std::string& step,
+                      const char* other_tool, std::string& state, std::string& detail) {
+  switch (result) {
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      state = "other_tool_attached";
+      detail = from + ": another CUPTI tool owns this process (" +
+               (other_tool != nullptr && other_tool[0] != '\0' ? other_tool
+                                                               : "nsys, ncu, compute-sanitizer or torch.profiler") +
+               ")";
+      break;
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      state = "insufficient_privileges";
+      detail = from + ": not allowed to profile the GPU (run as root, or load the driver with "
+               "NVreg_RestrictProfilingToAdminUsers=0; in a container add --cap-add SYS_ADMIN)";
+      break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      state = "driver_too_old";
+      detail = from + " could not initialise: the driver is probably older than this CUPTI "
+               "(--cupti PATH chooses another libcupti)";
+      break;
+    default:
+      state = "cupti_error";
+      detail = from + ": " + step + " failed: " + result_text(fn, result);
+      break;
+  }
 }
 
 }  // namespace sprof::gpu::injection
