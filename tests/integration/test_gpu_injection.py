@@ -532,6 +532,44 @@ class RecordWithFakeCuptiTest(TempDirTestCase):
         names = {row["name"] for row in json.loads(view.stdout)["rows"]}
         self.assertEqual(names, {DEMANGLED, NOT_DEMANGLEABLE, TRITON})
 
+        # The framework trace (smdebug's model_timeline) carries every kernel, copy and memset on
+        # its device's gpu_functions lane, tied to the call that launched it.
+        launches = {}
+        ops = []
+        for _, kind, corr, extra in schedule(300)[1]:
+            if kind == "api":
+                launches[corr] = extra["name"]
+            elif kind in ("kernel", "memcpy", "memset"):
+                ops.append((kind, corr, extra))
+        events = []
+        pevents = os.path.join(out, "framework", "pevents")
+        for root, _, files in os.walk(pevents):
+            for name in files:
+                self.assertTrue(name.endswith("_model_timeline.json"), name)
+                with open(os.path.join(root, name)) as f:
+                    records = json.load(f)
+                lanes = {r["pid"]: r["args"]["name"] for r in records if r.get("name") == "process_name" and r["pid"]}
+                base = records[0]["args"]["start_time_since_epoch_in_micros"]
+                for r in records:
+                    if r.get("ph") == "X":
+                        events.append(dict(r, lane=lanes[r["pid"]], start=base + r["ts"]))
+        gpu_events = [e for e in events if e["lane"].startswith("gpu_functions-dev:")]
+        self.assertEqual(len(gpu_events), len(ops))
+        by_corr = {}
+        for e in gpu_events:
+            by_corr.setdefault(e["args"]["correlation"], []).append(e)
+        for kind, corr, extra in ops:
+            (e,) = [e for e in by_corr[corr] if kind != "kernel" or e["name"] == extra["name"]][:1]
+            # start and end are each rounded to µs
+            self.assertLessEqual(abs(e["dur"] - extra["dur"] / 1000), 1, (kind, corr))
+            self.assertEqual(e["lane"], "gpu_functions-dev:%d" % extra.get("device", 0))
+            if corr not in launches:  # the schedule has no API call for it
+                self.assertNotIn("event_name", e["args"])
+                continue
+            self.assertEqual(e["args"]["event_name"], launches[corr])
+            self.assertEqual(e["args"]["start_cpu_thread"], TID)
+            self.assertLessEqual(e["args"]["cpu_thread_start_time"], e["start"])
+
 
 class RealCuptiTest(TempDirTestCase):
     """The toolkit's real libcupti.so.13, with no NVIDIA driver on this machine."""

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "sprof/gpu_trace.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/result.hpp"
 #include "sprof/step_timeline.hpp"
@@ -20,9 +21,16 @@ namespace sprof::timeline {
 //   DataLoaderIter            X "<iterator class>::GetNext" per next() (the wait for a batch), args pid
 //   DataLoaderWorker          X "_worker_loop" per worker, args pid (the worker's), worker_id
 //   <domain> (or "sprof")     i per counter value (args value, pid, tid) and instant marker
-// Times are epoch µs from the manifest's (monotonic, realtime) pair. Returns the files written.
+//   gpu_functions-dev:<N>     X per kernel, copy and memset the process ran on its device N (as
+//                             smdebug's PyTorch hook writes kernels), args pid, device, stream,
+//                             correlation, event_name (the launching CUDA call), start_cpu_thread
+//                             and cpu_thread_start_time (its thread and start, µs), step_num (the
+//                             step the launch fell in, when one did)
+// Times are epoch µs from the manifest's (monotonic, realtime) pair; GPU times are on the same
+// monotonic clock. `gpu` may be null. Returns the files written.
 Result<std::vector<std::filesystem::path>> write_step_trace(const std::filesystem::path& profile_dir,
                                                             const store::Manifest& manifest,
-                                                            const StepTimeline& timeline);
+                                                            const StepTimeline& timeline,
+                                                            const store::GpuTrace* gpu = nullptr);
 
 }  // namespace sprof::timeline

@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "sprof/gpu_trace.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/step_hook.hpp"
 #include "sprof/step_inference.hpp"
@@ -223,8 +225,19 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
                  summary_.dropped_markers);
   }
 
-  if (!timeline.processes.empty()) {
-    auto files = timeline::write_step_trace(output_dir, manifest, timeline);
+  // GPU work recorded by libsprof_cupti.so joins the steps in the framework trace, so smdebug's
+  // readers and the rules see kernels on their gpu_functions lanes.
+  std::optional<store::GpuTrace> gpu;
+  if (std::error_code ec; fs::is_directory(output_dir / "gpu", ec)) {
+    auto read = store::read_gpu_activity(output_dir);
+    if (!read.ok()) {
+      spdlog::warn("GPU activity left out of the framework trace: {}", read.error().message);
+    } else if (!read->ops.empty()) {
+      gpu = std::move(*read);
+    }
+  }
+  if (!timeline.processes.empty() || gpu) {
+    auto files = timeline::write_step_trace(output_dir, manifest, timeline, gpu ? &*gpu : nullptr);
     if (!files.ok()) {
       spdlog::error("step timeline trace: {}", files.error().message);
       notes.push_back(files.error().message);

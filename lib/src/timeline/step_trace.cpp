@@ -45,11 +45,55 @@ std::string node_id_for(const store::Manifest& manifest, int32_t pid) {
 
 std::string lane_of(const std::string& domain) { return domain.empty() ? "sprof" : domain; }
 
+// The step whose span holds `t_ns` among `steps` (sorted by begin), if any.
+const Step* step_at(const std::vector<Step>& steps, int64_t t_ns) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t_ns, [](int64_t t, const Step& s) { return t < s.begin_ns; });
+  if (it == steps.begin()) return nullptr;
+  --it;
+  return t_ns < it->end_ns ? &*it : nullptr;
+}
+
+// Kernels, copies and memsets on smdebug's gpu_functions-dev:<N> lanes, each tied to its launch.
+void add_gpu_events(const store::GpuTrace& gpu, const StepTimeline& timeline,
+                    const std::function<int64_t(int64_t)>& us,
+                    std::map<int32_t, std::vector<PendingEvent>>& by_node_pid) {
+  std::map<std::pair<int32_t, int64_t>, const store::GpuApiCall*> launches;  // (pid, correlation)
+  for (const auto& call : gpu.api_calls) {
+    if (call.correlation != 0) launches.emplace(std::make_pair(call.pid, call.correlation), &call);
+  }
+  std::map<int32_t, std::vector<Step>> steps;  // per pid, by begin
+  for (const ProcessTimeline& p : timeline.processes) {
+    auto& v = steps[p.pid] = p.steps;
+    std::stable_sort(v.begin(), v.end(), [](const Step& a, const Step& b) { return a.begin_ns < b.begin_ns; });
+  }
+  for (const store::GpuOp& op : gpu.ops) {
+    const int64_t b = us(op.start_ns), e = std::max(b, us(op.end_ns));
+    store::TraceArgs args{{"pid", int64_t{op.pid}},
+                          {"device", int64_t{op.device}},
+                          {"stream", op.stream},
+                          {"correlation", op.correlation}};
+    int64_t launched_ns = op.start_ns;
+    if (auto it = launches.find({op.pid, op.correlation}); op.correlation != 0 && it != launches.end()) {
+      const store::GpuApiCall& call = *it->second;
+      launched_ns = call.start_ns;
+      args.set("event_name", call.name);
+      args.set("start_cpu_thread", int64_t{call.tid});
+      args.set("cpu_thread_start_time", us(call.start_ns));
+    }
+    const Step* s = steps.count(op.pid) != 0 ? step_at(steps[op.pid], launched_ns) : nullptr;
+    if (s != nullptr) args.set("step_num", std::to_string(s->step));
+    std::string lane = fmt::format("gpu_functions-dev:{}", op.device);
+    by_node_pid[op.pid].push_back({e, b, [=, name = op.name](store::TraceWriter& w) {
+                                     return w.complete(lane, name, b, e - b, args);
+                                   }});
+  }
+}
+
 }  // namespace
 
 Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, const store::Manifest& manifest,
-                                               const StepTimeline& timeline) {
-  auto us = [&](int64_t t_ns) { return manifest.to_epoch_us(t_ns); };
+                                               const StepTimeline& timeline, const store::GpuTrace* gpu) {
+  std::function<int64_t(int64_t)> us = [&](int64_t t_ns) { return manifest.to_epoch_us(t_ns); };
   std::map<int32_t, std::vector<PendingEvent>> by_node_pid;
 
   for (const ProcessTimeline& p : timeline.processes) {
@@ -111,6 +155,8 @@ Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, cons
                                     }});
     }
   }
+
+  if (gpu != nullptr) add_gpu_events(*gpu, timeline, us, by_node_pid);
 
   int64_t base_us = us(manifest.start_ns);
   for (const auto& [pid, events] : by_node_pid) {
