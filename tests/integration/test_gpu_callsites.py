@@ -194,6 +194,41 @@ class GpuCallSites(TempDirTestCase):
         why = sorted(r["unattributed"] for r in rows if r["file"] is None)
         self.assertEqual(why, ["no launch call recorded for it", "no sample of the launching thread near the launch"])
 
+    def test_analyze_has_a_gpu_section(self):
+        out = run_sprof("analyze", self.profile, "--format", "json", check=0)
+        gpu = json.loads(out.stdout)["gpu"]
+        self.assertTrue(gpu["present"], gpu)
+        self.assertEqual(gpu["kernels"], 24)
+        total = self.expected["forward"] + self.expected["backward"]
+        self.assertAlmostEqual(gpu["kernel_s"], total / 1e9, places=6)
+        self.assertEqual([k["name"] for k in gpu["top_kernels"]], ["backward_kernel(float*)", "forward_kernel(float*)"])
+        self.assertEqual(gpu["top_kernels"][0]["instances"], 12)
+        # The kernels do not overlap: the device is busy for their sum, over first start .. last end.
+        kernels = []
+        for kind, t0, t1 in self.run_info["log"]:
+            for k in range(4):
+                at = t0 + (t1 - t0) * (k + 2) // 8
+                kernels.append((at + 20_000, at + 20_000 + (1_000_000 if kind == "forward" else 2_500_000)))
+        span = max(e for _, e in kernels) - min(s for s, _ in kernels)
+        (device,) = gpu["devices"]
+        self.assertAlmostEqual(device["span_s"], span / 1e9, places=6)
+        self.assertAlmostEqual(device["compute_share"], total / span, places=4)
+        self.assertAlmostEqual(device["idle_share"], 1 - total / span, places=4)
+        sites = gpu["call_sites"]
+        self.assertTrue(sites[0]["site"].endswith("train.py:%d backward" % line_of(WORKLOAD, "# BACKWARD")), sites)
+        self.assertEqual(sites[0]["top_kernel"], "backward_kernel(float*)")
+        text = run_sprof("analyze", self.profile, check=0).stdout
+        self.assertIn("GPU (sprof gpu DIR VIEW for more)", text)
+        # No NVML here: the rules take GPUUtilization from the kernels, one value per system tick
+        # interval, which is what OverallSystemUsage's GPU line summarises.
+        rules = run_sprof("rules", self.profile, "--format", "json", check=0)
+        self.assertIn("GPUUtilization taken from the 24 kernels recorded in gpu/", rules.stderr)
+        by_rule = {r["rule"]: r for r in json.loads(rules.stdout)["rules"]}
+        self.assertNotEqual(by_rule["LowGPUUtilization"]["status"], "NoData")
+        self.assertGreater(by_rule["LowGPUUtilization"]["Datapoints"], 0)
+        self.assertIn("algo-1 GPU p50", by_rule["OverallSystemUsage"]["evidence"])
+        self.assertIn("backward_kernel(float*)", text)
+
     def test_a_trace_file_has_no_call_sites(self):
         trace = os.path.join(self.tmp, "t.json")
         with open(trace, "w") as f:

@@ -23,6 +23,8 @@ struct AnalyzeOptions {
   size_t slowest_steps = 3;
   size_t step_functions = 5;   // per slow step
   bool include_idle = false;   // idle samples in the overall and per-phase top functions
+  size_t gpu_kernels = 5;      // top kernels in the GPU section
+  size_t gpu_call_sites = 5;   // top call sites in the GPU section
 };
 
 struct JobProcess {
@@ -98,6 +100,43 @@ struct SystemCoverage {
   double interval_s = 0;  // median spacing of ticks
 };
 
+// The GPU work libsprof_cupti.so recorded (gpu/<pid>.gpu), as `sprof gpu` views it.
+struct GpuDeviceUsage {
+  int32_t device = 0;
+  std::string name;       // "" when the trace did not say
+  double span_s = 0;      // first op start .. last op end
+  double compute_share = 0;      // of the span: a computation kernel running
+  double non_compute_share = 0;  // only copies, memsets or communication kernels running
+  double idle_share = 0;         // nothing running
+};
+struct GpuKernelRow {
+  std::string name;
+  int64_t instances = 0;
+  double total_s = 0;
+  double avg_us = 0;
+  double share = 0;  // of all kernel time
+};
+struct GpuCallSiteRow {
+  std::string site;  // "file:line function", or why the work could not be attributed
+  bool attributed = true;
+  double gpu_s = 0;
+  double share = 0;  // of all GPU work
+  int64_t kernels = 0;
+  std::string top_kernel;
+};
+struct GpuSummary {
+  bool present = false;  // the profile holds GPU activity
+  std::string note;      // why not, when not
+  int64_t kernels = 0;
+  int64_t copies = 0;    // memcpy and memset
+  double kernel_s = 0;
+  double copy_s = 0;
+  std::vector<GpuDeviceUsage> devices;
+  std::vector<GpuKernelRow> top_kernels;
+  std::vector<GpuCallSiteRow> call_sites;
+  std::string call_sites_note;  // why there are none
+};
+
 struct AnalyzeReport {
   std::filesystem::path dir;
   JobSummary job;
@@ -134,6 +173,8 @@ struct AnalyzeReport {
   };
   std::vector<OwnCost> own_costs;
   std::string system_note;
+
+  GpuSummary gpu;
 
   std::vector<rules::RuleResult> rules;
   std::vector<std::string> warnings;  // files skipped while reading (each already logged once)

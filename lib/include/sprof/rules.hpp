@@ -79,6 +79,12 @@ struct RulesInput {
 // neither, is bad_input; a corrupt metrics line is bad_input naming file and line.
 Result<RulesInput> load_rules_input(const std::filesystem::path& profile_dir);
 
+// When the system metrics hold no GPUUtilization but the profile holds GPU activity recorded by
+// libsprof_cupti.so (gpu/), adds GPUUtilization per system tick from the kernels (the share of
+// the tick's interval with a kernel running, as NVML measures it) and says so in `warnings`.
+// load_rules_input does this; a caller building RulesInput itself calls it.
+void add_kernel_utilization(const std::filesystem::path& profile_dir, RulesInput& input);
+
 // Checks rule names and parameters first (usage errors that list the valid names), then runs the
 // selected rules. ProfilerReport (the default) runs all eleven sub-rules and comes first in the result.
 Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOptions& options);

@@ -150,6 +150,35 @@ std::string analyze_json(const AnalyzeReport& r) {
   }
   out["own_costs"] = std::move(costs);
 
+  const GpuSummary& g = r.gpu;
+  Json gpu;
+  gpu["present"] = g.present;
+  gpu["kernels"] = g.kernels;
+  gpu["copies"] = g.copies;
+  gpu["kernel_s"] = g.kernel_s;
+  gpu["copy_s"] = g.copy_s;
+  Json devices = Json::array();
+  for (const auto& u : g.devices) {
+    devices.push_back({{"device", u.device}, {"name", u.name}, {"span_s", u.span_s}, {"compute_share", u.compute_share},
+                       {"non_compute_share", u.non_compute_share}, {"idle_share", u.idle_share}});
+  }
+  gpu["devices"] = std::move(devices);
+  Json kernels = Json::array();
+  for (const auto& k : g.top_kernels) {
+    kernels.push_back({{"name", k.name}, {"instances", k.instances}, {"total_s", k.total_s}, {"avg_us", k.avg_us},
+                       {"share", k.share}});
+  }
+  gpu["top_kernels"] = std::move(kernels);
+  Json sites = Json::array();
+  for (const auto& c : g.call_sites) {
+    sites.push_back({{"site", c.site}, {"attributed", c.attributed}, {"gpu_s", c.gpu_s}, {"share", c.share},
+                     {"kernels", c.kernels}, {"top_kernel", c.top_kernel}});
+  }
+  gpu["call_sites"] = std::move(sites);
+  gpu["call_sites_note"] = note_or_null(g.call_sites_note);
+  gpu["note"] = note_or_null(g.note);
+  out["gpu"] = std::move(gpu);
+
   Json rule_list = Json::array();
   for (const auto& rr : r.rules) rule_list.push_back(rule_result_json(rr, false));
   out["rules"] = std::move(rule_list);

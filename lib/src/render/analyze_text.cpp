@@ -236,6 +236,50 @@ void render_system(std::string& out, const report::AnalyzeReport& r, bool color,
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
 }
 
+std::string share_text(double share) { return fmt::format("{:.1f}%", 100.0 * share); }
+
+void render_gpu(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
+  const report::GpuSummary& g = r.gpu;
+  heading(out, color, "GPU (sprof gpu DIR VIEW for more)");
+  if (!g.present) {
+    out += "  (" + g.note + ")\n";
+    return;
+  }
+  out += fmt::format("  {} kernels ({}), {} copies and memsets ({})\n", g.kernels, seconds_text(g.kernel_s), g.copies,
+                     seconds_text(g.copy_s));
+  TextTable d({"DEVICE", "SPAN", "COMPUTE", "NON-COMPUTE", "IDLE"});
+  for (const auto& u : g.devices) {
+    d.add_row({{u.name.empty() ? std::to_string(u.device) : fmt::format("{} {}", u.device, u.name), ""},
+               {seconds_text(u.span_s), ""},
+               {share_text(u.compute_share), ""},
+               {share_text(u.non_compute_share), ""},
+               {share_text(u.idle_share), u.idle_share >= 0.5 ? "31" : ""}});
+  }
+  out += indent(d.render(color, width > 2 ? width - 2 : 0));
+  TextTable k({"TIME %", "TOTAL", "INSTANCES", "AVG", "KERNEL"});
+  for (const auto& row : g.top_kernels) {
+    k.add_row({{share_text(row.share), ""},
+               {seconds_text(row.total_s), ""},
+               {std::to_string(row.instances), ""},
+               {fmt::format("{:.1f} µs", row.avg_us), ""},
+               {shorten(row.name, 80), ""}});
+  }
+  out += indent(k.render(color, width > 2 ? width - 2 : 0));
+  if (g.call_sites.empty()) {
+    out += "  call sites: " + g.call_sites_note + "\n";
+    return;
+  }
+  TextTable c({"GPU %", "GPU TIME", "KERNELS", "CALL SITE", "TOP KERNEL"});
+  for (const auto& row : g.call_sites) {
+    c.add_row({{share_text(row.share), ""},
+               {seconds_text(row.gpu_s), ""},
+               {std::to_string(row.kernels), ""},
+               {shorten(row.site, 60), ""},
+               {shorten(row.top_kernel, 40), ""}});
+  }
+  out += indent(c.render(color, width > 2 ? width - 2 : 0));
+}
+
 void render_rules(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
   heading(out, color, "RULES (sprof rules DIR for details)");
   TextTable t({"RULE", "STATUS", "TRIGGERED", "DATAPOINTS", "EVIDENCE"});
@@ -264,6 +308,7 @@ std::string analyze_text(const report::AnalyzeReport& r, const TextStyle& style)
   render_steps(out, r, color, width);
   render_functions(out, r, color, r.include_idle, width);
   render_system(out, r, color, width);
+  render_gpu(out, r, color, width);
   render_rules(out, r, color, width);
   return out;
 }

@@ -254,10 +254,20 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
                                        : "no system metrics (system/incremental)";
   }
 
+  if (sprof_profile) {
+    report.gpu = summarize_gpu(dir, options);
+  } else {
+    report.gpu.note = "no sprof GPU activity (gpu/): not recorded by sprof record";
+  }
+
   // Rule findings.
   rules::RulesInput input;
   input.system = std::move(system);
   input.framework = std::move(trace.events);
+  if (sprof_profile) {
+    rules::add_kernel_utilization(dir, input);
+    for (size_t i = 0; i < input.warnings.size(); ++i) report.warnings.push_back(input.warnings[i]);
+  }
   SPROF_TRY(auto results, rules::run_rules(input, options.rules));
   report.rules = std::move(results);
   return report;

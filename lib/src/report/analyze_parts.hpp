@@ -22,4 +22,8 @@ std::vector<JobPhase> job_phases(const std::vector<StepRecord>& steps, int64_t j
 void summarize_system(const std::vector<store::SystemMetric>& metrics, std::vector<SystemCoverage>& coverage,
                       std::vector<SystemUsageRow>& rows);
 
+// The GPU section from the profile's gpu/ activity files: per-device busy and idle shares (HTA's
+// temporal breakdown), top kernels, top call sites. Never fails: what is missing becomes a note.
+GpuSummary summarize_gpu(const std::filesystem::path& dir, const AnalyzeOptions& options);
+
 }  // namespace sprof::report

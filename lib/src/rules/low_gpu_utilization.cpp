@@ -2,6 +2,8 @@
 // under-used (p95 below threshold_p95) or fluctuating (p95 above threshold_p95 and p5 below
 // threshold_p5) over its last `window` values.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "rules/numeric.hpp"
@@ -51,8 +53,15 @@ class LowGpuUtilization : public Rule {
 
   std::string evidence() const override {
     if (violations_per_gpu_.empty()) {
-      size_t gpus = 0;
-      for (const auto& [node, g] : values_) gpus += g.size();
+      size_t gpus = 0, most = 0;
+      for (const auto& [node, g] : values_) {
+        gpus += g.size();
+        for (const auto& [gpu, values] : g) most = std::max(most, values.size());
+      }
+      if (static_cast<int64_t>(most) <= patience_) {
+        return fmt::format("{} GPU(s) with at most {} samples each; more than {} (patience) are needed", gpus, most,
+                           params_.str("patience"));
+      }
       return fmt::format("{} GPU(s) well used over their last {} samples", gpus, params_.str("window"));
     }
     std::string text;

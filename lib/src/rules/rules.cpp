@@ -10,8 +10,10 @@
 #include <spdlog/spdlog.h>
 
 #include "rules/breakdown.hpp"
+#include "rules/gpu_utilization.hpp"
 #include "rules/registry.hpp"
 #include "sprof/layout.hpp"
+#include "sprof/manifest.hpp"
 
 namespace fs = std::filesystem;
 
@@ -51,7 +53,26 @@ Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
   SPROF_TRY(auto traces, store::read_trace_events(profile_dir));
   input.framework = std::move(traces.events);
   input.warnings = std::move(traces.warnings);
+  add_kernel_utilization(profile_dir, input);
   return input;
+}
+
+void add_kernel_utilization(const fs::path& profile_dir, RulesInput& input) {
+  std::error_code ec;
+  if (!fs::is_directory(profile_dir / "gpu", ec) || has_dimension(input, "GPUUtilization")) return;
+  auto trace = store::read_gpu_activity(profile_dir);
+  auto manifest = store::read_manifest(profile_dir);
+  if (!trace.ok() || !manifest.ok()) return;  // `sprof gpu` and analyze say why
+  auto derived = gpu_utilization_from_kernels(*trace, input.system,
+                                              manifest->clock_realtime_ns - manifest->clock_monotonic_ns);
+  if (derived.empty()) return;
+  input.warnings.push_back(fmt::format(
+      "GPUUtilization taken from the {} kernels recorded in gpu/ (no NVML metrics in system/)",
+      std::count_if(trace->ops.begin(), trace->ops.end(),
+                    [](const store::GpuOp& op) { return op.kind == store::GpuOpKind::kernel; })));
+  spdlog::info("{}", input.warnings.back());
+  input.system.insert(input.system.end(), std::make_move_iterator(derived.begin()),
+                      std::make_move_iterator(derived.end()));
 }
 
 namespace {
