@@ -525,6 +525,11 @@ class RecordWithFakeCuptiTest(TempDirTestCase):
         process = gpu["processes"][0]
         self.assertEqual(process["state"], "recording")
         self.assertIn("GPU: pid %d: CUPTI 13.0 (%s) records kernels" % (process["pid"], FAKE), proc.stderr)
+        # The exit counts reach the manifest and the summary lines.
+        timed = len(schedule(300)[1])
+        self.assertEqual((process["records"], process["dropped"], process["untimed"]), (timed, 5, 1))
+        self.assertGreaterEqual(process["chunks"], 1)
+        self.assertIn("GPU: CUPTI dropped 5 activity records", proc.stderr)
         self.assertNotIn("no GPU tracing", proc.stderr)
         view = subprocess.run([SPROF_BIN, "gpu", out, "kernels", "--format", "json"], capture_output=True, text=True,
                               timeout=60)

@@ -40,13 +40,22 @@ struct GpuProcessState {
   int32_t pid = 0;
   // recording (GPU activity goes to <pid>.gpu beside the state) | no_driver | stub_driver |
   // cupti_missing | not_cupti | other_tool_attached | insufficient_privileges | driver_too_old |
-  // cupti_error | output_error (<pid>.gpu cannot be created). A recording process's file also
-  // has, once it exited normally, records/chunks/dropped/untimed counts (not read here).
+  // cupti_error | output_error (<pid>.gpu cannot be created).
   std::string state;
   std::string detail;        // one line, for people
   std::string cupti;         // the libcupti file loaded, when one was
   std::string cupti_source;  // already_loaded | SPROF_CUPTI_PATH | torch | system
   uint32_t cupti_version = 0;
+  // What a recording process wrote, once it exited normally (none for os._exit, SIGKILL or a
+  // flush that did not finish): records and chunks written, records CUPTI dropped and records
+  // without timestamps.
+  struct Counts {
+    int64_t records = 0;
+    int64_t chunks = 0;
+    int64_t dropped = 0;
+    int64_t untimed = 0;
+  };
+  std::optional<Counts> counts;
 };
 
 Result<GpuProcessState> parse_gpu_state(std::string_view text, const std::string& source);

@@ -29,12 +29,26 @@ GpuProcessState state_from(const json& j) {
   get_string(j, "cupti", s.cupti);
   get_string(j, "cupti_source", s.cupti_source);
   if (auto it = j.find("cupti_version"); it != j.end() && it->is_number_unsigned()) s.cupti_version = it->get<uint32_t>();
+  auto count = [&](const char* key) -> std::optional<int64_t> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  auto records = count("records"), chunks = count("chunks"), dropped = count("dropped"), untimed = count("untimed");
+  if (records && chunks && dropped && untimed) s.counts = GpuProcessState::Counts{*records, *chunks, *dropped, *untimed};
   return s;
 }
 
 ordered_json state_json(const GpuProcessState& s) {
-  return ordered_json{{"pid", s.pid},     {"state", s.state},   {"detail", s.detail},
-                      {"cupti", s.cupti}, {"cupti_source", s.cupti_source}, {"cupti_version", s.cupti_version}};
+  ordered_json j{{"pid", s.pid},     {"state", s.state},   {"detail", s.detail},
+                 {"cupti", s.cupti}, {"cupti_source", s.cupti_source}, {"cupti_version", s.cupti_version}};
+  if (s.counts) {
+    j["records"] = s.counts->records;
+    j["chunks"] = s.counts->chunks;
+    j["dropped"] = s.counts->dropped;
+    j["untimed"] = s.counts->untimed;
+  }
+  return j;
 }
 
 }  // namespace

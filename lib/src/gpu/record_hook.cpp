@@ -86,6 +86,27 @@ Status GpuRecordHook::on_finish(const fs::path& output_dir, store::Manifest& man
       spdlog::warn("no GPU tracing in {}: {}", who, detail);
     }
   }
+  int64_t records = 0, dropped = 0, untimed = 0, ended = 0;
+  for (const GpuProcessState& p : section.processes) {
+    if (p.state != "recording") continue;
+    if (!p.counts) {
+      ++ended;
+      continue;
+    }
+    records += p.counts->records;
+    dropped += p.counts->dropped;
+    untimed += p.counts->untimed;
+  }
+  if (records > 0 || dropped > 0) spdlog::info("GPU: {} activity records written", records);
+  if (dropped > 0) {
+    spdlog::warn("GPU: CUPTI dropped {} activity records (its buffers were full); kernel times are incomplete", dropped);
+  }
+  if (untimed > 0) spdlog::info("GPU: {} activity records had no timestamps and were left out", untimed);
+  if (ended > 0) {
+    spdlog::info("GPU: {} traced process(es) did not exit normally (os._exit or a signal): their last second of "
+                 "activity may be missing",
+                 ended);
+  }
   set_gpu_section(manifest, section);
   return {};
 }
