@@ -50,6 +50,12 @@ struct SamplingHealth {
   double process_cpu_s = 0;     // all of sprof's CPU time until sampling ended (every thread, setup too)
   double mean_tick_us = 0;      // mean wall time to take one tick (all processes)
   double max_tick_ms = 0;       // slowest tick
+  // What the ticks read, per tick on average (all processes): process_vm_readv calls, remote
+  // regions and bytes they copied, /proc files read for run states.
+  double remote_reads_per_tick = 0;
+  double regions_per_tick = 0;
+  double bytes_per_tick = 0;
+  double proc_reads_per_tick = 0;
   double invalid_share() const {
     uint64_t total = thread_samples + invalid;
     return total == 0 ? 0.0 : double(invalid) / double(total);

@@ -61,7 +61,11 @@ struct ReadStats {
   uint64_t invalid = 0;  // torn or spliced chains, failed reads: dropped, not returned
   uint64_t retried = 0;  // re-reads of stacks that changed under a non-blocking read or failed a check
   uint64_t truncated = 0;  // stacks deeper than the frame cap (returned, innermost frames only)
-  uint64_t remote_reads = 0;  // process_vm_readv calls made (the main cost of a sample)
+  uint64_t remote_reads = 0;  // process_vm_readv calls made
+  uint64_t remote_regions = 0;  // remote memory regions they read (the main cost of a sample)
+  uint64_t remote_bytes = 0;    // bytes they copied
+  uint64_t proc_reads = 0;      // /proc files read for run states
+  uint64_t reused = 0;          // thread samples that reused the stack of a thread asleep since its last read
 };
 
 class PythonProcess;

@@ -532,11 +532,17 @@ Result<RecordResult> RecordSession::finish() {
   RecordResult result;
   result.output_dir = dir_;
   uint64_t samples = 0, invalid = 0;
+  pyframes::ReadStats reads;
   for (auto& t : tracked_) {
     stop_sampling(*t, end);
     if (t->sampler) {
       Status status = t->sampler->log().close();
       if (!status.ok()) write_failed(status.error().message);
+      const pyframes::ReadStats& read = t->sampler->read_stats();
+      reads.remote_reads += read.remote_reads;
+      reads.remote_regions += read.remote_regions;
+      reads.remote_bytes += read.remote_bytes;
+      reads.proc_reads += read.proc_reads;
       t->info.samples = t->sampler->samples();
       t->info.invalid = t->sampler->invalid();
       t->info.threads = t->sampler->threads();
@@ -578,6 +584,12 @@ Result<RecordResult> RecordSession::finish() {
   h.achieved_rate_hz = end > start_ns_ ? double(ticks) / (double(end - start_ns_) / 1e9) : 0;
   h.mean_tick_us = ticks > 0 ? double(loop_->tick_wall_ns()) / double(ticks) / 1e3 : 0;
   h.max_tick_ms = loop_ ? double(loop_->max_tick_ns()) / 1e6 : 0;
+  if (ticks > 0) {
+    h.remote_reads_per_tick = double(reads.remote_reads) / double(ticks);
+    h.regions_per_tick = double(reads.remote_regions) / double(ticks);
+    h.bytes_per_tick = double(reads.remote_bytes) / double(ticks);
+    h.proc_reads_per_tick = double(reads.proc_reads) / double(ticks);
+  }
   // The sampler's own CPU time: the session thread's, less what the hooks took on it.
   int64_t hooks_cpu_ns = 0;
   for (const HookCost& c : hook_costs_) hooks_cpu_ns += c.while_sampling_cpu_ns;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -44,7 +45,13 @@ ProcTasks::ProcTasks(pid_t pid) : pid_(pid) {
 }
 
 ProcTasks::~ProcTasks() {
-  for (auto& [tid, fd] : stat_fds_) ::close(fd);
+  for (auto& [tid, state] : states_) close_state(state);
+}
+
+void ProcTasks::close_state(RunState& state) {
+  if (state.stat_fd >= 0) ::close(state.stat_fd);
+  if (state.schedstat_fd >= 0) ::close(state.schedstat_fd);
+  state.stat_fd = state.schedstat_fd = -1;
 }
 
 std::vector<pid_t> ProcTasks::list() const {
@@ -62,23 +69,46 @@ std::vector<pid_t> ProcTasks::list() const {
   return tids;
 }
 
-bool ProcTasks::on_cpu(pid_t tid) {
+bool ProcTasks::on_cpu(pid_t tid, bool* asleep_since_last) {
+  if (asleep_since_last != nullptr) *asleep_since_last = false;
   if (tid <= 0) return false;
-  auto it = stat_fds_.find(tid);
-  if (it == stat_fds_.end()) {
-    int fd = ::open(fmt::format("/proc/{}/task/{}/stat", pid_, tid).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    it = stat_fds_.emplace(tid, fd).first;
+  auto it = states_.find(tid);
+  if (it == states_.end()) {
+    RunState state;
+    state.stat_fd = ::open(fmt::format("/proc/{}/task/{}/stat", pid_, tid).c_str(), O_RDONLY | O_CLOEXEC);
+    if (state.stat_fd < 0) return false;
+    state.schedstat_fd = ::open(fmt::format("/proc/{}/task/{}/schedstat", pid_, tid).c_str(), O_RDONLY | O_CLOEXEC);
+    it = states_.emplace(tid, state).first;
+  }
+  RunState& state = it->second;
+  auto gone = [&] {
+    // The thread is gone (its TID may come back as a new thread: reopen next time).
+    close_state(state);
+    states_.erase(it);
+    return false;
+  };
+  if (state.schedstat_fd >= 0) {
+    char now[sizeof(state.schedstat)];
+    ++proc_reads_;
+    ssize_t n = ::pread(state.schedstat_fd, now, sizeof(now), 0);
+    if (n <= 0) return gone();
+    const auto size = static_cast<size_t>(n);
+    if (state.known && size == state.schedstat_size && std::memcmp(now, state.schedstat, size) == 0) {
+      // A running thread's counters may not move between scheduler ticks, so only a sleeper's
+      // unchanged counters prove it did nothing.
+      if (asleep_since_last != nullptr) *asleep_since_last = !state.on_cpu;
+      return state.on_cpu;
+    }
+    std::memcpy(state.schedstat, now, size);
+    state.schedstat_size = size;
   }
   char buf[512];
-  ssize_t n = ::pread(it->second, buf, sizeof(buf), 0);
-  if (n <= 0) {
-    // The thread is gone (its TID may come back as a new thread: reopen next time).
-    ::close(it->second);
-    stat_fds_.erase(it);
-    return false;
-  }
-  return stat_state(std::string_view(buf, static_cast<size_t>(n))) == 'R';
+  ++proc_reads_;
+  ssize_t n = ::pread(state.stat_fd, buf, sizeof(buf), 0);
+  if (n <= 0) return gone();
+  state.on_cpu = stat_state(std::string_view(buf, static_cast<size_t>(n))) == 'R';
+  state.known = true;
+  return state.on_cpu;
 }
 
 void ProcTasks::refresh_namespace_map() {
@@ -109,14 +139,14 @@ pid_t ProcTasks::host_tid(pid_t target_tid) {
 }
 
 void ProcTasks::retain(const std::vector<pid_t>& alive) {
-  if (stat_fds_.size() <= alive.size()) return;  // nothing can be stale
+  if (states_.size() <= alive.size()) return;  // nothing can be stale
   std::unordered_set<pid_t> keep(alive.begin(), alive.end());
-  for (auto it = stat_fds_.begin(); it != stat_fds_.end();) {
+  for (auto it = states_.begin(); it != states_.end();) {
     if (keep.count(it->first) != 0) {
       ++it;
     } else {
-      ::close(it->second);
-      it = stat_fds_.erase(it);
+      close_state(it->second);
+      it = states_.erase(it);
     }
   }
 }

@@ -39,6 +39,7 @@ struct ThreadInfo {
   uint64_t pthread = 0;
   pid_t tid = 0;  // sprof's view; 0 unknown
   bool on_cpu = false;
+  bool asleep = false;  // asleep since the last sample: its stack is the one read then
   StackReader::Prefetch prefetch;
 };
 
@@ -73,6 +74,17 @@ class CPythonProcess final : public PythonProcess {
   void prefetch(std::vector<ThreadInfo>& threads);
   void resolve_tids(std::vector<ThreadInfo>& threads);
   uint64_t gil_holder(uint64_t interp);
+  // The GIL holder of each interpreter of threads_ (0: none), into holders_.
+  void find_holders();
+  // kNoHolder when find_holders() did not look at `interp`.
+  uint64_t holder_of(uint64_t interp) const;
+  // Asleep since its stack was last read, which is kept: no read needed.
+  bool reusable(const ThreadInfo& t) const {
+    if (!t.asleep) return false;
+    auto it = asleep_stacks_.find(t.ts_address);
+    return it != asleep_stacks_.end() && it->second.tid == t.tid;
+  }
+  static constexpr uint64_t kNoHolder = ~uint64_t{0};
   // Where the pointer to the newest interpreter lives: in _PyRuntime, or (2.7/3.6) interp_head.
   uint64_t interp_head_address() const {
     return loc_.runtime != 0 ? loc_.runtime + layout_.runtime_interpreters_head : loc_.interp_head;
@@ -92,6 +104,14 @@ class CPythonProcess final : public PythonProcess {
   bool layout_checked_ = false;
   std::unordered_map<uint64_t, uint64_t> gil_pointers_;  // interp -> its struct _gil_runtime_state
   std::vector<ThreadInfo> threads_;
+  std::vector<std::pair<uint64_t, uint64_t>> holders_;  // (interpreter, GIL holder's thread state)
+  // The last stack read of each thread that was off CPU then (by thread state address).
+  struct AsleepStack {
+    pid_t tid = 0;
+    std::vector<Frame> frames;
+    bool truncated = false;
+  };
+  std::unordered_map<uint64_t, AsleepStack> asleep_stacks_;
   // The thread list as last walked (single interpreter only): next time all of it, and the GIL
   // holder, is read in one batch and only checked against the list's links.
   uint64_t known_interp_ = 0;
@@ -255,6 +275,7 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
     t.prefetch.chunk.clear();
     t.prefetch.frames.clear();
     t.prefetch.frames_read = 0;
+    if (reusable(t)) continue;
     if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
       pieces_.push_back({at, &t.prefetch.leaf, 8});
       piece_owners_.push_back({i, PieceOwner::leaf, 1});
@@ -270,7 +291,7 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
   for (size_t i = 0; i < threads.size(); ++i) {
     ThreadInfo& t = threads[i];
     auto it = direct_frames_.find(t.ts_address);
-    if (it == direct_frames_.end() || it->second.empty()) continue;
+    if (it == direct_frames_.end() || it->second.empty() || reusable(t)) continue;
     t.prefetch.frames = it->second;
     t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
     for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
@@ -311,6 +332,21 @@ void CPythonProcess::resolve_tids(std::vector<ThreadInfo>& threads) {
   if (!tids_.offset()) known = tasks_.target_tids();
   tids_.lookup(scratch_pthreads_, known, scratch_tids_);
   for (size_t i = 0; i < threads.size(); ++i) threads[i].tid = tasks_.host_tid(scratch_tids_[i]);
+}
+
+void CPythonProcess::find_holders() {
+  holders_.clear();
+  if (known_holder_valid_) holders_.emplace_back(known_interp_, known_holder_);
+  for (const ThreadInfo& t : threads_) {
+    if (holder_of(t.interp) == kNoHolder) holders_.emplace_back(t.interp, gil_holder(t.interp));
+  }
+}
+
+uint64_t CPythonProcess::holder_of(uint64_t interp) const {
+  for (const auto& [i, holder] : holders_) {
+    if (i == interp) return holder;
+  }
+  return kNoHolder;
 }
 
 uint64_t CPythonProcess::gil_holder(uint64_t interp) {
@@ -362,20 +398,27 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
   out.clear();
   struct CountReads {
     const RemoteMemory& mem;
+    const ProcTasks& tasks;
     ReadStats& stats;
-    uint64_t start = mem.syscalls();
-    ~CountReads() { stats.remote_reads += mem.syscalls() - start; }
-  } count_reads{mem_, stats};
+    uint64_t calls = mem.syscalls(), regions = mem.regions(), bytes = mem.bytes(), proc = tasks.proc_reads();
+    ~CountReads() {
+      stats.remote_reads += mem.syscalls() - calls;
+      stats.remote_regions += mem.regions() - regions;
+      stats.remote_bytes += mem.bytes() - bytes;
+      stats.proc_reads += tasks.proc_reads() - proc;
+    }
+  } count_reads{mem_, tasks_, stats};
   if (!layout_checked_) SPROF_TRY_STATUS(check_layout());
   uint64_t torn = 0;
   SPROF_TRY_STATUS(enumerate(threads_, torn));
   if (threads_.empty() && torn == 0) return {};
   resolve_tids(threads_);
-  // Run state first: a paused thread would always look idle.
-  std::unordered_map<pid_t, bool> on_cpu;
+  // Run state first: a paused thread would always look idle. The GIL holder is running Python
+  // (or C that kept the GIL): on CPU without asking /proc.
+  find_holders();
   for (ThreadInfo& t : threads_) {
-    t.on_cpu = tasks_.on_cpu(t.tid);
-    on_cpu[t.tid] = t.on_cpu;
+    t.asleep = false;
+    t.on_cpu = holder_of(t.interp) == t.ts_address || tasks_.on_cpu(t.tid, options.blocking ? nullptr : &t.asleep);
   }
 
   struct ResumeGuard {
@@ -387,11 +430,14 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     for (const ThreadInfo& t : threads_) {
       if (t.tid > 0) scratch_tids_.push_back(t.tid);
     }
+    std::unordered_map<pid_t, bool> on_cpu;
+    for (const ThreadInfo& t : threads_) on_cpu[t.tid] = t.on_cpu;
     SPROF_TRY_STATUS(pauser_.pause(scratch_tids_));
     // Read the thread list again now that it cannot change under us.
     torn = 0;
     SPROF_TRY_STATUS(enumerate(threads_, torn));
     resolve_tids(threads_);
+    find_holders();
     for (ThreadInfo& t : threads_) {
       auto it = on_cpu.find(t.tid);
       t.on_cpu = it != on_cpu.end() ? it->second : tasks_.on_cpu(t.tid);
@@ -399,12 +445,7 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
   }
   stats.thread_samples += torn;
   stats.invalid += torn;
-
-  std::unordered_map<uint64_t, uint64_t> holders;
-  if (known_holder_valid_) holders[known_interp_] = known_holder_;
-  for (const ThreadInfo& t : threads_) {
-    if (!holders.count(t.interp)) holders[t.interp] = gil_holder(t.interp);
-  }
+  codes_.begin_sample();
   prefetch(threads_);
 
   for (ThreadInfo& t : threads_) {
@@ -412,8 +453,20 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     stack.python_thread_id = t.pthread;
     stack.native_tid = t.tid;
     stack.on_cpu = t.on_cpu;
-    stack.holds_gil = holders[t.interp] == t.ts_address;
+    stack.holds_gil = holder_of(t.interp) == t.ts_address;
     stack.interpreter_id = t.interp_id;
+    if (reusable(t)) {
+      // It executed nothing since its stack was last read: that stack, without a read.
+      auto it = asleep_stacks_.find(t.ts_address);
+      {
+        ++stats.thread_samples;
+        ++stats.reused;
+        stack.frames = it->second.frames;
+        stack.truncated = it->second.truncated;
+        out.push_back(std::move(stack));
+        continue;
+      }
+    }
     bool paused = options.blocking && t.tid > 0 && pauser_.is_paused(t.tid);
     int attempts = paused ? 1 : 1 + std::max(0, options.retries);
     StackReader::Outcome outcome = StackReader::Outcome::invalid;
@@ -441,7 +494,21 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
       continue;
     }
     if (stack.truncated) ++stats.truncated;
+    if (!t.on_cpu && !options.blocking) {
+      AsleepStack& kept = asleep_stacks_[t.ts_address];
+      kept.tid = t.tid;
+      kept.frames = stack.frames;
+      kept.truncated = stack.truncated;
+    } else if (!asleep_stacks_.empty()) {
+      asleep_stacks_.erase(t.ts_address);
+    }
     out.push_back(std::move(stack));
+  }
+  if (asleep_stacks_.size() > threads_.size()) {  // forget threads that ended
+    for (auto it = asleep_stacks_.begin(); it != asleep_stacks_.end();) {
+      bool live = std::any_of(threads_.begin(), threads_.end(), [&](const ThreadInfo& t) { return t.ts_address == it->first; });
+      it = live ? std::next(it) : asleep_stacks_.erase(it);
+    }
   }
   scratch_tids_.clear();
   for (const ThreadInfo& t : threads_) scratch_tids_.push_back(t.tid);

@@ -12,6 +12,8 @@ size_t RemoteMemory::read_partial(uint64_t address, void* out, size_t size) cons
   iovec local{out, size};
   iovec remote{reinterpret_cast<void*>(address), size};
   ++syscalls_;
+  ++regions_;
+  bytes_ += size;
   ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
   if (n < 0) {
     last_errno_ = errno;
@@ -33,8 +35,8 @@ bool RemoteMemory::read(uint64_t address, void* out, size_t size) const {
 size_t RemoteMemory::read_batch(std::span<const Piece> pieces) const {
   // IOV_MAX is 1024 on Linux; process_vm_readv stops at the first remote iovec it cannot read.
   constexpr size_t kMaxIov = 1024;
-  std::vector<iovec> local;
-  std::vector<iovec> remote;
+  std::vector<iovec>& local = local_;
+  std::vector<iovec>& remote = remote_;
   size_t done = 0;
   while (done < pieces.size()) {
     size_t count = std::min(kMaxIov, pieces.size() - done);
@@ -48,6 +50,8 @@ size_t RemoteMemory::read_batch(std::span<const Piece> pieces) const {
       total += p.size;
     }
     ++syscalls_;
+    regions_ += count;
+    bytes_ += total;
     ssize_t n = process_vm_readv(pid_, local.data(), count, remote.data(), count, 0);
     if (n < 0) {
       last_errno_ = errno;

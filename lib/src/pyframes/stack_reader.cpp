@@ -267,8 +267,8 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
   const uint64_t frame_size = frame_read_size();
   uint64_t pointer_now = 0;
 
-  std::vector<RemoteMemory::Piece> pieces;
-  pieces.reserve(code_addresses_.size() + chain_.size() + 1);
+  std::vector<RemoteMemory::Piece>& pieces = pieces_;
+  pieces.clear();
   size_t first_code = 0;
   if (verify && !chain_.empty()) {
     // Chunk frames: one piece per chunk, spanning the chain's frames in it; others one each.
@@ -312,11 +312,20 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
     }
     first_code = pieces.size();
   }
-  code_headers_.resize(code_addresses_.size() * layout_.code_read_size);
+  // Headers only of code objects the cache does not vouch for (see CodeCache::trusted).
+  const int64_t now = coarse_now_ns();
+  records_.assign(code_addresses_.size(), nullptr);
+  unvouched_.clear();
   for (size_t i = 0; i < code_addresses_.size(); ++i) {
-    pieces.push_back({code_addresses_[i], code_headers_.data() + i * layout_.code_read_size, layout_.code_read_size});
+    records_[i] = codes_.trusted(code_addresses_[i], now);
+    if (records_[i] == nullptr) unvouched_.push_back(i);
   }
-  size_t got = mem_.read_batch(pieces);
+  code_headers_.resize(unvouched_.size() * layout_.code_read_size);
+  for (size_t k = 0; k < unvouched_.size(); ++k) {
+    pieces.push_back({code_addresses_[unvouched_[k]], code_headers_.data() + k * layout_.code_read_size,
+                      layout_.code_read_size});
+  }
+  size_t got = pieces.empty() ? 0 : mem_.read_batch(pieces);
   if (got < first_code) {
     reason_ = "stack changed during the read";
     return Outcome::changed;
@@ -335,21 +344,21 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
   }
   if (got < pieces.size()) return fail("unreadable code object");
 
-  std::vector<const CodeRecord*> records(code_addresses_.size());
-  for (size_t i = 0; i < code_addresses_.size(); ++i) {
-    const uint8_t* header = code_headers_.data() + i * layout_.code_read_size;
+  for (size_t k = 0; k < unvouched_.size(); ++k) {
+    const uint8_t* header = code_headers_.data() + k * layout_.code_read_size;
     if (types_.code != 0 && load<uint64_t>(header, layout_.objects.ob_type) != types_.code) {
       return fail("frame code is not a code object");
     }
-    records[i] = codes_.resolve(code_addresses_[i], header);
-    if (records[i] == nullptr) return fail("unreadable code object strings");
+    const size_t i = unvouched_[k];
+    records_[i] = codes_.resolve(code_addresses_[i], header);
+    if (records_[i] == nullptr) return fail("unreadable code object strings");
   }
 
   out.frames.reserve(raw_.size());
   for (const Raw& r : raw_) {
     size_t index = static_cast<size_t>(
         std::lower_bound(code_addresses_.begin(), code_addresses_.end(), r.code) - code_addresses_.begin());
-    const CodeRecord& code = *records[index];
+    const CodeRecord& code = *records_[index];
     if (code.hidden) continue;
     int64_t offset = 0;
     switch (layout_.line_format) {
@@ -369,7 +378,7 @@ StackReader::Outcome StackReader::finish(uint64_t pointer_address, bool verify, 
         break;
       }
     }
-    int32_t line = code.lines.line_at(offset);
+    int32_t line = code.line_at(offset);
     out.frames.push_back(Frame{code.code_id, line == kNoLine ? code.first_line : line});
   }
   out.truncated = truncated_;

@@ -126,6 +126,9 @@ class StackReader {
   std::unordered_set<uint64_t> seen_;
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
+  std::vector<const CodeRecord*> records_;  // per code_addresses_ entry
+  std::vector<size_t> unvouched_;           // code_addresses_ indices whose headers are read
+  std::vector<RemoteMemory::Piece> pieces_;
 };
 
 }  // namespace sprof::pyframes

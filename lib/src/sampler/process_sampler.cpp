@@ -23,7 +23,6 @@ void ProcessSampler::attach(std::unique_ptr<pyframes::PythonProcess> process, co
   process_ = std::move(process);
   code_to_function_.clear();
   last_sample_ns_ = 0;
-  stats_ = {};
   log_->add_process(info);
 }
 

@@ -35,6 +35,8 @@ class ProcessSampler {
   store::SampleLogWriter& log() { return *log_; }
   uint64_t samples() const { return samples_; }
   uint64_t invalid() const { return invalid_; }
+  // What reading the stacks cost since the sampler was made (every process it attached).
+  const pyframes::ReadStats& read_stats() const { return stats_; }
   uint32_t threads() const { return uint32_t(threads_.size()); }
 
  private:

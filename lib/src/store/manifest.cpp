@@ -121,6 +121,10 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
                  {"achieved_rate_hz", h.achieved_rate_hz},
                  {"mean_tick_us", h.mean_tick_us},
                  {"max_tick_ms", h.max_tick_ms},
+                 {"remote_reads_per_tick", h.remote_reads_per_tick},
+                 {"regions_per_tick", h.regions_per_tick},
+                 {"bytes_per_tick", h.bytes_per_tick},
+                 {"proc_reads_per_tick", h.proc_reads_per_tick},
                  {"sampler_cpu_s", h.sampler_cpu_s},
                  {"process_cpu_s", h.process_cpu_s}};
   j["exit"] = {{"status", m.exit_status ? ordered_json(*m.exit_status) : ordered_json()},
@@ -208,6 +212,10 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
       get_if(*h, "achieved_rate_hz", m.health.achieved_rate_hz);
       get_if(*h, "mean_tick_us", m.health.mean_tick_us);
       get_if(*h, "max_tick_ms", m.health.max_tick_ms);
+      get_if(*h, "remote_reads_per_tick", m.health.remote_reads_per_tick);
+      get_if(*h, "regions_per_tick", m.health.regions_per_tick);
+      get_if(*h, "bytes_per_tick", m.health.bytes_per_tick);
+      get_if(*h, "proc_reads_per_tick", m.health.proc_reads_per_tick);
       get_if(*h, "sampler_cpu_s", m.health.sampler_cpu_s);
       get_if(*h, "process_cpu_s", m.health.process_cpu_s);
     }
