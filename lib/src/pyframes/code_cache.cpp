@@ -83,7 +83,6 @@ const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
   record.validated_ns = coarse_now_ns();
   record.seen_sample = sample_;
 
-  if (records_.size() >= kMaxCachedCodes) records_.clear();
   return &records_.emplace(address, std::move(record)).first->second;
 }
 

@@ -45,6 +45,9 @@ struct CodeRecord {
   int32_t line_at(int64_t offset) const;
 };
 
+// Upper bound on cached code objects; past it the cache starts over (ids are kept).
+inline constexpr size_t kMaxCachedCodes = 200000;
+
 class CodeCache {
  public:
   CodeCache(const Layout& layout, const RemoteMemory& mem) : layout_(layout), mem_(mem) {}
@@ -52,8 +55,12 @@ class CodeCache {
   // `header` holds layout.code_read_size bytes read at `address` (its type already checked).
   // Returns nullptr when the strings or line table cannot be read (a torn or freed object).
   const CodeRecord* resolve(uint64_t address, const uint8_t* header);
-  // Call once per sample of the process, before its stacks are read.
-  void begin_sample() { ++sample_; }
+  // Call once per sample of the process, before its stacks are read. Past kMaxCachedCodes the
+  // cache starts over here, where no caller holds a record.
+  void begin_sample() {
+    ++sample_;
+    if (records_.size() >= kMaxCachedCodes) records_.clear();
+  }
   // The record of `address` when a stack held it in this sample or the previous one and its
   // header matched within kCodeRevalidateNs of `now_ns` (CLOCK_MONOTONIC_COARSE), else nullptr
   // (read the header and resolve()).
@@ -84,7 +91,5 @@ inline constexpr int64_t kCodeRevalidateNs = 1'000'000'000;
 // CLOCK_MONOTONIC_COARSE in ns (a vDSO read: a few ns).
 int64_t coarse_now_ns();
 
-// Upper bound on cached code objects; past it the cache starts over (ids are kept).
-inline constexpr size_t kMaxCachedCodes = 200000;
 
 }  // namespace sprof::pyframes
