@@ -65,7 +65,6 @@ struct ReadStats {
   uint64_t remote_regions = 0;  // remote memory regions they read (the main cost of a sample)
   uint64_t remote_bytes = 0;    // bytes they copied
   uint64_t proc_reads = 0;      // /proc files read for run states
-  uint64_t reused = 0;          // thread samples that reused the stack of a thread asleep since its last read
 };
 
 class PythonProcess;

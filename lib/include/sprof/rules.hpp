@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sprof/gpu_trace.hpp"
 #include "sprof/result.hpp"
 #include "sprof/system_metrics.hpp"
 #include "sprof/trace_events.hpp"
@@ -82,8 +83,10 @@ Result<RulesInput> load_rules_input(const std::filesystem::path& profile_dir);
 // When the system metrics hold no GPUUtilization but the profile holds GPU activity recorded by
 // libsprof_cupti.so (gpu/), adds GPUUtilization per system tick from the kernels (the share of
 // the tick's interval with a kernel running, as NVML measures it) and says so in `warnings`.
-// load_rules_input does this; a caller building RulesInput itself calls it.
+// load_rules_input does this; a caller building RulesInput itself calls it, or the overload below
+// with the trace it has already read (`epoch_offset_ns`: epoch ns = trace ns + this).
 void add_kernel_utilization(const std::filesystem::path& profile_dir, RulesInput& input);
+void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input);
 
 // Checks rule names and parameters first (usage errors that list the valid names), then runs the
 // selected rules. ProfilerReport (the default) runs all eleven sub-rules and comes first in the result.

@@ -78,12 +78,10 @@ class CPythonProcess final : public PythonProcess {
   void find_holders();
   // kNoHolder when find_holders() did not look at `interp`.
   uint64_t holder_of(uint64_t interp) const;
-  // Asleep since its stack was last read, which is kept: no read needed.
-  bool reusable(const ThreadInfo& t) const {
-    if (!t.asleep) return false;
-    auto it = asleep_stacks_.find(t.ts_address);
-    return it != asleep_stacks_.end() && it->second.tid == t.tid;
-  }
+  // The stack kept from the thread's last read when it has been asleep since (no read needed),
+  // else nullptr.
+  struct AsleepStack;
+  const AsleepStack* asleep_stack(const ThreadInfo& t) const;
   static constexpr uint64_t kNoHolder = ~uint64_t{0};
   // Where the pointer to the newest interpreter lives: in _PyRuntime, or (2.7/3.6) interp_head.
   uint64_t interp_head_address() const {
@@ -275,7 +273,7 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
     t.prefetch.chunk.clear();
     t.prefetch.frames.clear();
     t.prefetch.frames_read = 0;
-    if (reusable(t)) continue;
+    if (asleep_stack(t) != nullptr) continue;
     if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
       pieces_.push_back({at, &t.prefetch.leaf, 8});
       piece_owners_.push_back({i, PieceOwner::leaf, 1});
@@ -291,7 +289,7 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
   for (size_t i = 0; i < threads.size(); ++i) {
     ThreadInfo& t = threads[i];
     auto it = direct_frames_.find(t.ts_address);
-    if (it == direct_frames_.end() || it->second.empty() || reusable(t)) continue;
+    if (it == direct_frames_.end() || it->second.empty() || asleep_stack(t) != nullptr) continue;
     t.prefetch.frames = it->second;
     t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
     for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
@@ -340,6 +338,12 @@ void CPythonProcess::find_holders() {
   for (const ThreadInfo& t : threads_) {
     if (holder_of(t.interp) == kNoHolder) holders_.emplace_back(t.interp, gil_holder(t.interp));
   }
+}
+
+const CPythonProcess::AsleepStack* CPythonProcess::asleep_stack(const ThreadInfo& t) const {
+  if (!t.asleep) return nullptr;
+  auto it = asleep_stacks_.find(t.ts_address);
+  return it != asleep_stacks_.end() && it->second.tid == t.tid ? &it->second : nullptr;
 }
 
 uint64_t CPythonProcess::holder_of(uint64_t interp) const {
@@ -455,17 +459,13 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     stack.on_cpu = t.on_cpu;
     stack.holds_gil = holder_of(t.interp) == t.ts_address;
     stack.interpreter_id = t.interp_id;
-    if (reusable(t)) {
+    if (const AsleepStack* kept = asleep_stack(t)) {
       // It executed nothing since its stack was last read: that stack, without a read.
-      auto it = asleep_stacks_.find(t.ts_address);
-      {
-        ++stats.thread_samples;
-        ++stats.reused;
-        stack.frames = it->second.frames;
-        stack.truncated = it->second.truncated;
-        out.push_back(std::move(stack));
-        continue;
-      }
+      ++stats.thread_samples;
+      stack.frames = kept->frames;
+      stack.truncated = kept->truncated;
+      out.push_back(std::move(stack));
+      continue;
     }
     bool paused = options.blocking && t.tid > 0 && pauser_.is_paused(t.tid);
     int attempts = paused ? 1 : 1 + std::max(0, options.retries);

@@ -254,8 +254,15 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
                                        : "no system metrics (system/incremental)";
   }
 
+  std::optional<GpuInput> gpu;
   if (sprof_profile) {
-    report.gpu = summarize_gpu(dir, options);
+    auto loaded = load_gpu_input(dir);
+    if (loaded.ok()) {
+      gpu = std::move(*loaded);
+      report.gpu = summarize_gpu(*gpu, dir, options);
+    } else {
+      report.gpu.note = loaded.error().message;
+    }
   } else {
     report.gpu.note = "no sprof GPU activity (gpu/): not recorded by sprof record";
   }
@@ -264,9 +271,9 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   rules::RulesInput input;
   input.system = std::move(system);
   input.framework = std::move(trace.events);
-  if (sprof_profile) {
-    rules::add_kernel_utilization(dir, input);
-    for (size_t i = 0; i < input.warnings.size(); ++i) report.warnings.push_back(input.warnings[i]);
+  if (gpu) {
+    rules::add_kernel_utilization(gpu->trace, gpu->epoch_offset_ns, input);
+    report.warnings.insert(report.warnings.end(), input.warnings.begin(), input.warnings.end());
   }
   SPROF_TRY(auto results, rules::run_rules(input, options.rules));
   report.rules = std::move(results);

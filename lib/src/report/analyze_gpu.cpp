@@ -8,14 +8,8 @@
 
 namespace sprof::report {
 
-GpuSummary summarize_gpu(const std::filesystem::path& dir, const AnalyzeOptions& options) {
+GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir, const AnalyzeOptions& options) {
   GpuSummary out;
-  auto loaded = load_gpu_input(dir);
-  if (!loaded.ok()) {
-    out.note = loaded.error().message;
-    return out;
-  }
-  const GpuInput& input = *loaded;
   out.present = true;
   for (const store::GpuOp& op : input.trace.ops) {
     const double s = static_cast<double>(op.duration_ns()) / 1e9;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "sprof/analyze.hpp"
+#include "sprof/gpu_report.hpp"
 #include "sprof/system_metrics.hpp"
 #include "sprof/trace_events.hpp"
 
@@ -22,8 +23,9 @@ std::vector<JobPhase> job_phases(const std::vector<StepRecord>& steps, int64_t j
 void summarize_system(const std::vector<store::SystemMetric>& metrics, std::vector<SystemCoverage>& coverage,
                       std::vector<SystemUsageRow>& rows);
 
-// The GPU section from the profile's gpu/ activity files: per-device busy and idle shares (HTA's
-// temporal breakdown), top kernels, top call sites. Never fails: what is missing becomes a note.
-GpuSummary summarize_gpu(const std::filesystem::path& dir, const AnalyzeOptions& options);
+// The GPU section from the profile's GPU activity (load_gpu_input): per-device busy and idle
+// shares (HTA's temporal breakdown), top kernels, top call sites. Call sites that cannot be had
+// become a note.
+GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir, const AnalyzeOptions& options);
 
 }  // namespace sprof::report

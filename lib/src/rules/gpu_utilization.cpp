@@ -44,7 +44,6 @@ std::vector<store::SystemMetric> gpu_utilization_from_kernels(const store::GpuTr
     if (m.dimension == "GPUUtilization") return out;
   }
   // A GPU is its uuid when the trace has one: two processes' ordinal 0 may be different GPUs.
-  std::map<std::pair<int32_t, int32_t>, std::string> uuid_of;  // (pid, ordinal) -> uuid
   std::map<int32_t, std::string> uuid_by_ordinal;
   for (const store::GpuDevice& d : trace.devices) {
     if (!d.uuid.empty()) uuid_by_ordinal.emplace(d.id, d.uuid);

@@ -63,12 +63,15 @@ void add_kernel_utilization(const fs::path& profile_dir, RulesInput& input) {
   auto trace = store::read_gpu_activity(profile_dir);
   auto manifest = store::read_manifest(profile_dir);
   if (!trace.ok() || !manifest.ok()) return;  // `sprof gpu` and analyze say why
-  auto derived = gpu_utilization_from_kernels(*trace, input.system,
-                                              manifest->clock_realtime_ns - manifest->clock_monotonic_ns);
+  add_kernel_utilization(*trace, manifest->clock_realtime_ns - manifest->clock_monotonic_ns, input);
+}
+
+void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input) {
+  auto derived = gpu_utilization_from_kernels(trace, input.system, epoch_offset_ns);
   if (derived.empty()) return;
   input.warnings.push_back(fmt::format(
       "GPUUtilization taken from the {} kernels recorded in gpu/ (no NVML metrics in system/)",
-      std::count_if(trace->ops.begin(), trace->ops.end(),
+      std::count_if(trace.ops.begin(), trace.ops.end(),
                     [](const store::GpuOp& op) { return op.kind == store::GpuOpKind::kernel; })));
   spdlog::info("{}", input.warnings.back());
   input.system.insert(input.system.end(), std::make_move_iterator(derived.begin()),
