@@ -94,7 +94,7 @@ struct Reader {
   CodeCache codes{w.layout, mem};
   StackReader reader{w.layout, mem, codes, TypeAddresses{addr(w.code_type_object), 0}};
   ThreadStack out;
-  StackReader::Outcome read(bool verify = true) { return reader.read(addr(w.ts.data()), w.ts, verify, out); }
+  StackReader::Outcome read(bool verify = true) { return reader.read(w.ts, verify, out); }
 };
 
 }  // namespace
@@ -191,4 +191,39 @@ TEST_CASE("stacks deeper than the cap keep their innermost frames", "[pyframes][
   REQUIRE(r.read(false) == StackReader::Outcome::ok);
   CHECK(r.out.frames.size() == kMaxFrames);
   CHECK(r.out.truncated);
+}
+
+// The verify step: the walk uses a copy (the prefetch batch) and the live memory has moved on
+// by the time the chain's links are read again.
+TEST_CASE("a stack that moved during the read counts only if its frames did not change", "[pyframes][stackreader]") {
+  World w;
+  uint64_t outer = w.code("outer", 10);
+  uint64_t inner = w.code("inner", 20);
+  uint64_t other = w.code("other", 30);
+  uint64_t f0 = w.frame(0, outer, w.entry_frame());
+  uint64_t f1 = w.frame(1, inner, f0);
+  w.set_leaf(f1);
+  StackReader::Prefetch copy;
+  copy.has_leaf = true;
+  copy.leaf = f1;
+  copy.chunk.assign(w.chunk.begin(), w.chunk.begin() + static_cast<long>(w.layout.chunk_data + 3 * 80));
+  Reader r(w);
+  auto read_copy = [&] { return r.reader.read(w.ts, true, r.out, &copy); };
+
+  SECTION("unchanged: ok") { CHECK(read_copy() == StackReader::Outcome::ok); }
+  SECTION("a call made since (the leaf pointer moved deeper): the copied stack, ok") {
+    w.set_leaf(w.frame(2, other, f1));
+    REQUIRE(read_copy() == StackReader::Outcome::ok);
+    REQUIRE(r.out.frames.size() == 2);
+    CHECK(r.codes.info(r.out.frames[0].code_id).name == "Q.inner");
+  }
+  SECTION("the leaf returned and its slot now holds another call: changed") {
+    w.frame(1, other, f0);
+    CHECK(read_copy() == StackReader::Outcome::changed);
+    CHECK(std::string(r.reader.reason()) == "stack changed during the read");
+  }
+  SECTION("a caller replaced under the leaf (a torn copy): changed") {
+    w.frame(0, other, w.entry_frame());
+    CHECK(read_copy() == StackReader::Outcome::changed);
+  }
 }

@@ -477,7 +477,7 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
           break;
         }
       }
-      outcome = reader_.read(t.ts_address, t.ts, !paused, stack, attempt == 0 ? &t.prefetch : nullptr);
+      outcome = reader_.read(t.ts, !paused, stack, attempt == 0 ? &t.prefetch : nullptr);
       // Unpaused, a stack that failed a check most likely changed under the read too: read
       // it again rather than drop it (dropping only stacks that keep failing biases less).
       if (outcome == StackReader::Outcome::ok) break;

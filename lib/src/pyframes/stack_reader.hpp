@@ -8,8 +8,8 @@
 // Checks: every frame object / code object has the right type; frames are alive (refcount,
 // executing state on <= 3.10; owner values on 3.11+); thread-owned 3.11+ frames lie inside the
 // copied chunks, in stack order; no cycles; the outermost frame is an entry frame (3.11+); and,
-// when the target is running, the thread's current frame is re-read after the walk and must be
-// unchanged (else the walk may have mixed two stacks: it is retried).
+// when the target is running, every frame's caller and code are re-read after the walk and must
+// be unchanged (else the walk may have mixed two stacks: it is retried).
 
 #include <cstdint>
 #include <string>
@@ -64,12 +64,11 @@ class StackReader {
   uint64_t first_chunk_address(const std::vector<uint8_t>& ts) const;
   size_t first_chunk_bytes(const std::vector<uint8_t>& ts) const;
 
-  // `ts` holds layout.ts_size bytes of the thread state at `ts_address`. On ok, `out.frames`
-  // (leaf first) and `out.truncated` are set. `changed`: the stack moved under the walk (retry).
-  // `verify`: re-read the current frame afterwards (needed unless the thread is paused).
-  // `prefetch` (optional) is consumed.
-  Outcome read(uint64_t ts_address, const std::vector<uint8_t>& ts, bool verify, ThreadStack& out,
-               Prefetch* prefetch = nullptr);
+  // `ts` holds layout.ts_size bytes of a thread state. On ok, `out.frames` (leaf first) and
+  // `out.truncated` are set. `changed`: the stack moved under the walk (retry). `verify`: re-read
+  // the chain's links afterwards (needed unless the thread is paused). `prefetch` (optional) is
+  // consumed.
+  Outcome read(const std::vector<uint8_t>& ts, bool verify, ThreadStack& out, Prefetch* prefetch = nullptr);
 
   // Why the last read was not ok (for -v logs and tests).
   const char* reason() const { return reason_; }
@@ -92,7 +91,7 @@ class StackReader {
   bool extend(Chunk& c, uint64_t length);
   const uint8_t* frame_bytes(uint64_t address, int& chunk_index);
   const uint8_t* direct_frame(uint64_t address);
-  Outcome finish(uint64_t pointer_address, bool verify, ThreadStack& out);
+  Outcome finish(bool verify, ThreadStack& out);
   Outcome fail(const char* why) {
     reason_ = why;
     return Outcome::invalid;
