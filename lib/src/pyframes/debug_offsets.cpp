@@ -137,6 +137,7 @@ Result<Layout> layout_from_debug_offsets(std::span<const uint8_t> bytes) {
   uint64_t gil_holder = word(W::is_gil_holder);
 
   l.ts_size = word(W::ts_size);
+  l.ts_prev = word(W::ts_prev);
   l.ts_next = word(W::ts_next);
   l.ts_interp = word(W::ts_interp);
   l.ts_current_frame = word(W::ts_current_frame);
@@ -176,7 +177,8 @@ Result<Layout> layout_from_debug_offsets(std::span<const uint8_t> bytes) {
             inside(l.interp_threads_head, is_size, 8) && inside(l.interp_modules, is_size, 8) &&
             inside(l.interp_ceval_gil, is_size, 8) && inside(gil_holder, is_size, 8) &&
             inside(gil_locked, is_size, 4) && gil_holder >= gil_base && gil_locked >= gil_base &&
-            inside(l.ts_next, l.ts_size, 8) && inside(l.ts_interp, l.ts_size, 8) &&
+            inside(l.ts_prev, l.ts_size, 8) && inside(l.ts_next, l.ts_size, 8) &&
+            inside(l.ts_interp, l.ts_size, 8) &&
             inside(l.ts_current_frame, l.ts_size, 8) && inside(l.ts_thread_id, l.ts_size, 8) &&
             inside(l.ts_native_thread_id, l.ts_size, 8) &&
             inside(l.ts_datastack_chunk, l.ts_size, 24) && inside(l.if_previous, l.iframe_size, 8) &&

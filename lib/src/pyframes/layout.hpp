@@ -51,6 +51,7 @@ struct Layout {
 
   // PyThreadState
   uint64_t ts_size = 0;
+  uint64_t ts_prev = 0;  // kAbsent on 2.7 (a singly linked list)
   uint64_t ts_next = 8;
   uint64_t ts_interp = 16;
   uint64_t ts_frame = kAbsent;          // <= 3.10

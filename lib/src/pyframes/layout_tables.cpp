@@ -60,6 +60,7 @@ std::optional<Layout> static_layout(int major, int minor) {
     l.interp_modules = 16;
     l.interp_id = kAbsent;
     l.ts_size = 168;
+    l.ts_prev = kAbsent;
     l.ts_next = 0;
     l.ts_interp = 8;
     l.ts_frame = 16;

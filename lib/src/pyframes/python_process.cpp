@@ -29,6 +29,7 @@ namespace {
 
 constexpr size_t kMaxInterpreters = 64;
 constexpr size_t kMaxThreads = 4096;
+constexpr int64_t kListCheckNs = 10'000'000;
 constexpr const char* kSupported = "3.6\u20133.13 and 2.7";
 
 struct ThreadInfo {
@@ -41,6 +42,12 @@ struct ThreadInfo {
   bool on_cpu = false;
   bool asleep = false;  // asleep since the last sample: its stack is the one read then
   StackReader::Prefetch prefetch;
+  bool prefetched = false;  // `prefetch` is complete: prefetch() leaves it alone
+  // Where this thread's newest frames were at the end of the last sample, to read them
+  // speculatively in the same batch as the thread state (0: nothing to read).
+  uint64_t last_leaf_at = 0;
+  uint64_t last_chunk_at = 0;
+  size_t last_chunk_bytes = 0;
 };
 
 class CPythonProcess final : public PythonProcess {
@@ -71,7 +78,14 @@ class CPythonProcess final : public PythonProcess {
   Error read_error(const char* what) const;
   Status enumerate(std::vector<ThreadInfo>& threads, uint64_t& torn);
   bool enumerate_known(std::vector<ThreadInfo>& threads);
+  // Appends the speculative reads of thread `i` (its newest frames where they were last time)
+  // to pieces_, and takes them into its prefetch once the batch is read.
+  void speculate(std::vector<ThreadInfo>& threads, size_t i);
+  void take_speculation(std::vector<ThreadInfo>& threads, size_t got, size_t from);
+  void take_pieces(std::vector<ThreadInfo>& threads, size_t got, size_t index);
+  void add_direct_frames(ThreadInfo& t, size_t i);
   void prefetch(std::vector<ThreadInfo>& threads);
+  void remember_where(ThreadInfo& t) const;
   void resolve_tids(std::vector<ThreadInfo>& threads);
   uint64_t gil_holder(uint64_t interp);
   // The GIL holder of each interpreter of threads_ (0: none), into holders_.
@@ -117,6 +131,9 @@ class CPythonProcess final : public PythonProcess {
   std::vector<uint64_t> known_ts_;
   bool known_holder_valid_ = false;
   uint64_t known_holder_ = 0;
+  // When the list's links (interpreter head, thread-list head, next interpreter) were last read:
+  // they are checked every kListCheckNs, the thread states' own links every sample.
+  int64_t known_links_at_ = 0;
   std::vector<RemoteMemory::Piece> pieces_;
   struct PieceOwner {
     size_t thread;
@@ -180,6 +197,9 @@ Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& tor
       t.pthread = load_u64(t.ts, layout_.ts_thread_id);
       t.tid = 0;
       t.on_cpu = false;
+      t.asleep = false;
+      t.prefetched = false;
+      t.last_leaf_at = t.last_chunk_at = 0;
       ++used;
       ts = load_u64(t.ts, layout_.ts_next);
     }
@@ -199,25 +219,38 @@ Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& tor
     known_interp_ = threads.front().interp;
     known_interp_id_ = threads.front().interp_id;
     for (const ThreadInfo& t : threads) known_ts_.push_back(t.ts_address);
+    known_links_at_ = coarse_now_ns();
   }
   return {};
 }
 
-// The fast path of enumerate(): one batch reads the interpreter list head, the interpreter's
-// thread-list head and next link, every thread state known from last time and the GIL holder;
-// it counts only if every link still matches (else the list is walked again).
+// The fast path of enumerate(): one batch reads every thread state known from last time and the
+// GIL holder (and, every kListCheckNs, the interpreter list head, the interpreter's thread-list
+// head and next link); it counts only if every link read still matches (else the list is walked
+// again). The same batch reads each running thread's newest frames where they were last time
+// (speculate()): a thread whose stack stayed put then needs no other read before its walk.
 bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
   known_holder_valid_ = false;
   if (known_interp_ == 0 || known_ts_.empty()) return false;
   size_t n = known_ts_.size();
   threads.resize(n);
+  const int64_t now = coarse_now_ns();
+  // A thread that starts is linked in at the head, and one that ends is unlinked: the states'
+  // own prev and next links, read every sample, show both (the first state's prev is the new
+  // head). The list heads are read only to catch what those cannot (a new interpreter; 2.7's
+  // list has no prev links: a new thread is seen within kListCheckNs), three regions every tick
+  // cost about 1.5 µs.
+  const bool check_links = now - known_links_at_ >= kListCheckNs || now < known_links_at_;
   uint64_t head = 0;
   uint64_t first = 0;
   uint64_t next = 0;
   pieces_.clear();
-  pieces_.push_back({interp_head_address(), &head, 8});
-  pieces_.push_back({known_interp_ + layout_.interp_threads_head, &first, 8});
-  pieces_.push_back({known_interp_ + layout_.interp_next, &next, 8});
+  piece_owners_.clear();
+  if (check_links) {
+    pieces_.push_back({interp_head_address(), &head, 8});
+    pieces_.push_back({known_interp_ + layout_.interp_threads_head, &first, 8});
+    pieces_.push_back({known_interp_ + layout_.interp_next, &next, 8});
+  }
   for (size_t i = 0; i < n; ++i) {
     threads[i].ts.resize(layout_.ts_size);
     pieces_.push_back({known_ts_[i], threads[i].ts.data(), layout_.ts_size});
@@ -235,12 +268,20 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
       gil_piece = true;
     }
   }
-  if (mem_.read_batch(pieces_) != pieces_.size()) return false;
-  if (head != known_interp_ || next != 0 || first != known_ts_[0]) return false;
+  const size_t essential = pieces_.size();
+  // Speculative pieces last: one whose memory was unmapped since cuts the batch short there.
+  for (size_t i = 0; i < n; ++i) speculate(threads, i);
+  const size_t got = mem_.read_batch(pieces_);
+  if (got < essential) return false;
+  if (check_links) {
+    if (head != known_interp_ || next != 0 || first != known_ts_[0]) return false;
+    known_links_at_ = now;
+  }
   for (size_t i = 0; i < n; ++i) {
     ThreadInfo& t = threads[i];
     if (load_u64(t.ts, layout_.ts_interp) != known_interp_ ||
-        load_u64(t.ts, layout_.ts_next) != (i + 1 < n ? known_ts_[i + 1] : 0)) {
+        load_u64(t.ts, layout_.ts_next) != (i + 1 < n ? known_ts_[i + 1] : 0) ||
+        (layout_.ts_prev != kAbsent && load_u64(t.ts, layout_.ts_prev) != (i > 0 ? known_ts_[i - 1] : 0))) {
       return false;
     }
     t.ts_address = known_ts_[i];
@@ -250,6 +291,7 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
     t.tid = 0;
     t.on_cpu = false;
   }
+  take_speculation(threads, got, essential);
   if (gil_piece) {
     if (layout_.gil_model == GilModel::runtime_tstate_current) {
       known_holder_ = load<uint64_t>(gil, 0);
@@ -261,45 +303,42 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
   return true;
 }
 
-// One batch for every thread: the current-frame pointer behind the cframe (3.11/3.12) and the
-// used part of the newest datastack chunk (3.11+). A piece that cannot be read (and every one
-// after it) is simply read again by the stack reader itself.
-void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
-  pieces_.clear();
-  piece_owners_.clear();
-  for (size_t i = 0; i < threads.size(); ++i) {
-    ThreadInfo& t = threads[i];
-    t.prefetch.has_leaf = false;
-    t.prefetch.chunk.clear();
-    t.prefetch.frames.clear();
-    t.prefetch.frames_read = 0;
-    if (asleep_stack(t) != nullptr) continue;
-    if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
-      pieces_.push_back({at, &t.prefetch.leaf, 8});
-      piece_owners_.push_back({i, PieceOwner::leaf, 1});
-    }
-    if (size_t bytes = reader_.first_chunk_bytes(t.ts)) {
-      t.prefetch.chunk.resize(bytes);
-      pieces_.push_back({reader_.first_chunk_address(t.ts), t.prefetch.chunk.data(), bytes});
-      piece_owners_.push_back({i, PieceOwner::chunk, 1});
-    }
+void CPythonProcess::speculate(std::vector<ThreadInfo>& threads, size_t i) {
+  ThreadInfo& t = threads[i];
+  t.prefetched = false;
+  t.prefetch.has_leaf = false;
+  t.prefetch.chunk.clear();
+  t.prefetch.frames.clear();
+  t.prefetch.frames_read = 0;
+  // Asleep at the last sample: most likely still asleep, and then its kept stack needs no read.
+  if (t.asleep) return;
+  if (t.last_leaf_at != 0) {
+    pieces_.push_back({t.last_leaf_at, &t.prefetch.leaf, 8});
+    piece_owners_.push_back({i, PieceOwner::leaf, 1});
   }
-  // Speculative frames last: a frame freed and unmapped since would cut the batch short.
+  if (t.last_chunk_at != 0) {
+    t.prefetch.chunk.resize(t.last_chunk_bytes);
+    pieces_.push_back({t.last_chunk_at, t.prefetch.chunk.data(), t.last_chunk_bytes});
+    piece_owners_.push_back({i, PieceOwner::chunk, 1});
+  }
+  add_direct_frames(t, i);
+}
+
+void CPythonProcess::add_direct_frames(ThreadInfo& t, size_t i) {
+  auto it = direct_frames_.find(t.ts_address);
+  if (it == direct_frames_.end() || it->second.empty()) return;
   const size_t frame_size = reader_.frame_read_size();
-  for (size_t i = 0; i < threads.size(); ++i) {
-    ThreadInfo& t = threads[i];
-    auto it = direct_frames_.find(t.ts_address);
-    if (it == direct_frames_.end() || it->second.empty() || asleep_stack(t) != nullptr) continue;
-    t.prefetch.frames = it->second;
-    t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
-    for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
-      pieces_.push_back({t.prefetch.frames[k], t.prefetch.frame_bytes.data() + k * frame_size, frame_size});
-    }
-    piece_owners_.push_back({i, PieceOwner::frames, t.prefetch.frames.size()});
+  t.prefetch.frames = it->second;
+  t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
+  for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
+    pieces_.push_back({t.prefetch.frames[k], t.prefetch.frame_bytes.data() + k * frame_size, frame_size});
   }
-  if (pieces_.empty()) return;
-  size_t got = mem_.read_batch(pieces_);
-  size_t index = 0;
+  piece_owners_.push_back({i, PieceOwner::frames, t.prefetch.frames.size()});
+}
+
+// Marks what the batch read (pieces_ from `index` on, `got` of them in all) in each owner's
+// prefetch.
+void CPythonProcess::take_pieces(std::vector<ThreadInfo>& threads, size_t got, size_t index) {
   for (const PieceOwner& owner : piece_owners_) {
     ThreadInfo& t = threads[owner.thread];
     switch (owner.kind) {
@@ -315,6 +354,64 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
     }
     index += owner.count;
   }
+}
+
+// A speculative read counts only where the fresh thread state says the frames are still there:
+// the same cframe (3.11/3.12), the same newest chunk, in use no further than what was copied.
+// Frames are matched by address during the walk itself.
+void CPythonProcess::take_speculation(std::vector<ThreadInfo>& threads, size_t got, size_t from) {
+  take_pieces(threads, got, from);
+  for (ThreadInfo& t : threads) {
+    if (t.asleep) continue;
+    const uint64_t leaf_at = reader_.leaf_pointer_address(t.ts);
+    if (leaf_at != t.last_leaf_at) t.prefetch.has_leaf = false;
+    const uint64_t chunk_at = reader_.first_chunk_address(t.ts);
+    const uint64_t top = load_u64(t.ts, layout_.ts_datastack_chunk + 8);
+    if (chunk_at != t.last_chunk_at || top < chunk_at || top - chunk_at > t.prefetch.chunk.size()) {
+      t.prefetch.chunk.clear();
+    }
+    t.prefetched = (leaf_at == 0 || t.prefetch.has_leaf) && (chunk_at == 0 || !t.prefetch.chunk.empty());
+  }
+}
+
+// One batch for every thread the speculation did not cover: the current-frame pointer behind
+// the cframe (3.11/3.12), the used part of the newest datastack chunk (3.11+) and the frames its
+// last walk read one by one. A piece that cannot be read (and every one after it) is simply read
+// again by the stack reader itself.
+void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
+  pieces_.clear();
+  piece_owners_.clear();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    ThreadInfo& t = threads[i];
+    if (t.prefetched || asleep_stack(t) != nullptr) continue;
+    t.prefetch.has_leaf = false;
+    t.prefetch.chunk.clear();
+    t.prefetch.frames.clear();
+    t.prefetch.frames_read = 0;
+    if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
+      pieces_.push_back({at, &t.prefetch.leaf, 8});
+      piece_owners_.push_back({i, PieceOwner::leaf, 1});
+    }
+    if (size_t bytes = reader_.first_chunk_bytes(t.ts)) {
+      t.prefetch.chunk.resize(bytes);
+      pieces_.push_back({reader_.first_chunk_address(t.ts), t.prefetch.chunk.data(), bytes});
+      piece_owners_.push_back({i, PieceOwner::chunk, 1});
+    }
+  }
+  // Speculative frames last: a frame freed and unmapped since would cut the batch short.
+  for (size_t i = 0; i < threads.size(); ++i) {
+    ThreadInfo& t = threads[i];
+    if (!t.prefetched && asleep_stack(t) == nullptr) add_direct_frames(t, i);
+  }
+  if (pieces_.empty()) return;
+  take_pieces(threads, mem_.read_batch(pieces_), 0);
+}
+
+// Where the thread's newest frames are now, for the next sample's speculative read.
+void CPythonProcess::remember_where(ThreadInfo& t) const {
+  t.last_leaf_at = reader_.leaf_pointer_address(t.ts);
+  t.last_chunk_at = reader_.first_chunk_address(t.ts);
+  t.last_chunk_bytes = reader_.first_chunk_bytes(t.ts);
 }
 
 void CPythonProcess::resolve_tids(std::vector<ThreadInfo>& threads) {
@@ -511,7 +608,10 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     }
   }
   scratch_tids_.clear();
-  for (const ThreadInfo& t : threads_) scratch_tids_.push_back(t.tid);
+  for (ThreadInfo& t : threads_) {
+    scratch_tids_.push_back(t.tid);
+    remember_where(t);
+  }
   tasks_.retain(scratch_tids_);  // close the stat files of threads that ended
   return {};
 }
