@@ -227,3 +227,70 @@ TEST_CASE("a stack that moved during the read counts only if its frames did not 
     CHECK(read_copy() == StackReader::Outcome::changed);
   }
 }
+
+TEST_CASE("nearby reads are merged into one region, far ones are not", "[pyframes][stackreader]") {
+  std::vector<RemoteMemory::Region> regions;
+  std::vector<size_t> offsets;
+  const uint64_t a = 0x100000;
+  const uint64_t far = a + 0x100 + 112 + RemoteMemory::kMergeGap + 1;
+  const std::vector<uint64_t> addresses = {a, a + 0x100, far, far + 50, 0x900000};
+  size_t total = RemoteMemory::merge_reads(addresses, 112, regions, offsets);
+  REQUIRE(regions.size() == 3);
+  CHECK(regions[0].address == a);
+  CHECK(regions[0].size == 0x100 + 112);
+  CHECK(regions[0].objects_through == 2);
+  CHECK(regions[1].address == far);
+  CHECK(regions[1].size == 50 + 112);  // overlapping objects: one copy
+  CHECK(regions[1].objects_through == 4);
+  CHECK(regions[2].objects_through == 5);
+  CHECK(offsets == std::vector<size_t>{0, 0x100, 0x100 + 112, 0x100 + 112 + 50, 0x100 + 112 + 50 + 112});
+  CHECK(total == 0x100 + 112 + 50 + 112 + 112);
+
+  // Objects close to each other over a long stretch: regions stay within kMergeMax.
+  std::vector<uint64_t> dense;
+  for (uint64_t k = 0; k < 200; ++k) dense.push_back(a + k * 1024);
+  RemoteMemory::merge_reads(dense, 112, regions, offsets);
+  CHECK(regions.size() > 1);
+  for (const auto& r : regions) CHECK(r.size <= RemoteMemory::kMergeMax);
+}
+
+TEST_CASE("prefetched frames: the leaf's region is read first, and a second copy follows", "[pyframes][stackreader]") {
+  // Three "frames" in this process: two close together, the leaf far from them.
+  std::vector<uint8_t> memory(256 * 1024);
+  for (size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<uint8_t>(i * 7);
+  const uint64_t caller = addr(memory.data()), callers_caller = addr(memory.data() + 200);
+  const uint64_t leaf = addr(memory.data() + 200 * 1024);
+  StackReader::Prefetch p;
+  std::vector<RemoteMemory::Piece> pieces;
+  const std::vector<uint64_t> walk = {leaf, caller, callers_caller};
+  const size_t planned = p.plan_frames(walk, 112, pieces);
+  REQUIRE(p.regions.size() == 2);
+  REQUIRE(planned == 4);
+  REQUIRE(pieces.size() == 4);
+  CHECK(pieces[0].address == leaf);  // the leaf's region first, though it lies higher
+  CHECK(pieces[1].address == caller);
+  CHECK(pieces[2].address == leaf);
+  CHECK(pieces[3].address == caller);
+
+  RemoteMemory mem(getpid());
+  SECTION("all read: each frame from the first copy, with its second") {
+    p.frames_done(mem.read_batch(pieces));
+    for (uint64_t f : walk) {
+      const uint8_t* again = nullptr;
+      const uint8_t* bytes = p.frame(f, &again);
+      REQUIRE(bytes != nullptr);
+      REQUIRE(again != nullptr);
+      CHECK(std::memcmp(bytes, reinterpret_cast<const void*>(f), 112) == 0);
+      CHECK(std::memcmp(again, reinterpret_cast<const void*>(f), 112) == 0);
+    }
+    const uint8_t* again = nullptr;
+    CHECK(p.frame(leaf + 8, &again) == nullptr);  // not a planned frame
+  }
+  SECTION("the batch stopped after the leaf's region: no second copy, the callers are not there") {
+    p.frames_done(1);
+    const uint8_t* again = nullptr;
+    CHECK(p.frame(leaf, &again) != nullptr);
+    CHECK(again == nullptr);
+    CHECK(p.frame(caller, &again) == nullptr);
+  }
+}

@@ -81,8 +81,11 @@ class CPythonProcess final : public PythonProcess {
   // Appends the speculative reads of thread `i` (its newest frames where they were last time)
   // to pieces_, and takes them into its prefetch once the batch is read.
   void speculate(std::vector<ThreadInfo>& threads, size_t i);
-  void take_speculation(std::vector<ThreadInfo>& threads, size_t got, size_t from);
-  void take_pieces(std::vector<ThreadInfo>& threads, size_t got, size_t index);
+  void take_speculation(std::vector<ThreadInfo>& threads, size_t got);
+  void take_pieces(std::vector<ThreadInfo>& threads, size_t got);
+  void validate_speculation(ThreadInfo& t);
+  bool reread(std::vector<ThreadInfo>& threads, size_t i);
+  void keep_direct_frames(const ThreadInfo& t, bool good);
   void add_direct_frames(ThreadInfo& t, size_t i);
   void prefetch(std::vector<ThreadInfo>& threads);
   void remember_where(ThreadInfo& t) const;
@@ -138,10 +141,17 @@ class CPythonProcess final : public PythonProcess {
   struct PieceOwner {
     size_t thread;
     enum { leaf, chunk, frames } kind;
-    size_t count;  // frames: how many consecutive pieces
+    size_t first;  // index of its first piece in pieces_
+    size_t count;  // frames: how many consecutive pieces (regions)
   };
-  // Per thread state: the frames its last walk read one by one (prefetched next time).
-  std::unordered_map<uint64_t, std::vector<uint64_t>> direct_frames_;
+  std::vector<size_t> ts_pieces_;  // per thread: index of its state's piece
+  std::vector<RemoteMemory::Piece> rest_;
+  // Per thread state: the frames its walks read one by one (prefetched next time).
+  struct KeptFrames {
+    std::vector<uint64_t> good;     // of the last good walk
+    std::vector<uint64_t> planned;  // to prefetch
+  };
+  std::unordered_map<uint64_t, KeptFrames> direct_frames_;
   std::vector<PieceOwner> piece_owners_;
   std::vector<pid_t> scratch_tids_;
   std::vector<uint64_t> scratch_pthreads_;
@@ -208,7 +218,7 @@ Status CPythonProcess::enumerate(std::vector<ThreadInfo>& threads, uint64_t& tor
   }
   threads.resize(used);
   if (direct_frames_.size() > used) {  // forget threads that ended
-    std::unordered_map<uint64_t, std::vector<uint64_t>> kept;
+    std::unordered_map<uint64_t, KeptFrames> kept;
     for (size_t i = 0; i < used; ++i) {
       auto it = direct_frames_.find(threads[i].ts_address);
       if (it != direct_frames_.end()) kept.emplace(it->first, std::move(it->second));
@@ -251,10 +261,6 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
     pieces_.push_back({known_interp_ + layout_.interp_threads_head, &first, 8});
     pieces_.push_back({known_interp_ + layout_.interp_next, &next, 8});
   }
-  for (size_t i = 0; i < n; ++i) {
-    threads[i].ts.resize(layout_.ts_size);
-    pieces_.push_back({known_ts_[i], threads[i].ts.data(), layout_.ts_size});
-  }
   uint8_t gil[32] = {};
   bool gil_piece = false;
   if (layout_.gil_model == GilModel::runtime_tstate_current) {
@@ -268,11 +274,27 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
       gil_piece = true;
     }
   }
-  const size_t essential = pieces_.size();
-  // Speculative pieces last: one whose memory was unmapped since cuts the batch short there.
-  for (size_t i = 0; i < n; ++i) speculate(threads, i);
+  // Each thread state right before its own speculative pieces: what lies between the two is
+  // copied in between, and a busy thread's newest frames live a few microseconds.
+  const size_t heads = pieces_.size();
+  ts_pieces_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    threads[i].ts.resize(layout_.ts_size);
+    ts_pieces_.push_back(pieces_.size());
+    pieces_.push_back({known_ts_[i], threads[i].ts.data(), layout_.ts_size});
+    speculate(threads, i);
+  }
   const size_t got = mem_.read_batch(pieces_);
-  if (got < essential) return false;
+  if (got < heads) return false;
+  if (got < pieces_.size()) {
+    // Memory of a speculative piece was unmapped since (a chunk or frame freed): the batch
+    // stopped there. The thread states after it again, alone.
+    rest_.clear();
+    for (size_t at : ts_pieces_) {
+      if (at >= got) rest_.push_back(pieces_[at]);
+    }
+    if (mem_.read_batch(rest_) != rest_.size()) return false;
+  }
   if (check_links) {
     if (head != known_interp_ || next != 0 || first != known_ts_[0]) return false;
     known_links_at_ = now;
@@ -291,7 +313,7 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
     t.tid = 0;
     t.on_cpu = false;
   }
-  take_speculation(threads, got, essential);
+  take_speculation(threads, got);
   if (gil_piece) {
     if (layout_.gil_model == GilModel::runtime_tstate_current) {
       known_holder_ = load<uint64_t>(gil, 0);
@@ -306,71 +328,103 @@ bool CPythonProcess::enumerate_known(std::vector<ThreadInfo>& threads) {
 void CPythonProcess::speculate(std::vector<ThreadInfo>& threads, size_t i) {
   ThreadInfo& t = threads[i];
   t.prefetched = false;
-  t.prefetch.has_leaf = false;
-  t.prefetch.chunk.clear();
-  t.prefetch.frames.clear();
-  t.prefetch.frames_read = 0;
+  t.prefetch.clear();
   // Asleep at the last sample: most likely still asleep, and then its kept stack needs no read.
   if (t.asleep) return;
   if (t.last_leaf_at != 0) {
     pieces_.push_back({t.last_leaf_at, &t.prefetch.leaf, 8});
-    piece_owners_.push_back({i, PieceOwner::leaf, 1});
+    piece_owners_.push_back({i, PieceOwner::leaf, pieces_.size() - 1, 1});
   }
   if (t.last_chunk_at != 0) {
     t.prefetch.chunk.resize(t.last_chunk_bytes);
     pieces_.push_back({t.last_chunk_at, t.prefetch.chunk.data(), t.last_chunk_bytes});
-    piece_owners_.push_back({i, PieceOwner::chunk, 1});
+    piece_owners_.push_back({i, PieceOwner::chunk, pieces_.size() - 1, 1});
   }
   add_direct_frames(t, i);
 }
 
 void CPythonProcess::add_direct_frames(ThreadInfo& t, size_t i) {
   auto it = direct_frames_.find(t.ts_address);
-  if (it == direct_frames_.end() || it->second.empty()) return;
-  const size_t frame_size = reader_.frame_read_size();
-  t.prefetch.frames = it->second;
-  t.prefetch.frame_bytes.resize(t.prefetch.frames.size() * frame_size);
-  for (size_t k = 0; k < t.prefetch.frames.size(); ++k) {
-    pieces_.push_back({t.prefetch.frames[k], t.prefetch.frame_bytes.data() + k * frame_size, frame_size});
-  }
-  piece_owners_.push_back({i, PieceOwner::frames, t.prefetch.frames.size()});
+  if (it == direct_frames_.end() || it->second.planned.empty()) return;
+  const size_t first = pieces_.size();
+  const size_t count = t.prefetch.plan_frames(it->second.planned, reader_.frame_read_size(), pieces_);
+  piece_owners_.push_back({i, PieceOwner::frames, first, count});
 }
 
-// Marks what the batch read (pieces_ from `index` on, `got` of them in all) in each owner's
-// prefetch.
-void CPythonProcess::take_pieces(std::vector<ThreadInfo>& threads, size_t got, size_t index) {
+// Marks what the batch read (the first `got` of pieces_) in each owner's prefetch.
+void CPythonProcess::take_pieces(std::vector<ThreadInfo>& threads, size_t got) {
   for (const PieceOwner& owner : piece_owners_) {
     ThreadInfo& t = threads[owner.thread];
+    const size_t read = owner.first >= got ? 0 : std::min(owner.count, got - owner.first);
     switch (owner.kind) {
       case PieceOwner::leaf:
-        t.prefetch.has_leaf = index < got;
+        t.prefetch.has_leaf = read > 0;
         break;
       case PieceOwner::chunk:
-        if (index >= got) t.prefetch.chunk.clear();
+        if (read == 0) t.prefetch.chunk.clear();
         break;
       case PieceOwner::frames:
-        t.prefetch.frames_read = index >= got ? 0 : std::min(owner.count, got - index);
+        t.prefetch.frames_done(read);
         break;
     }
-    index += owner.count;
   }
 }
 
 // A speculative read counts only where the fresh thread state says the frames are still there:
 // the same cframe (3.11/3.12), the same newest chunk, in use no further than what was copied.
 // Frames are matched by address during the walk itself.
-void CPythonProcess::take_speculation(std::vector<ThreadInfo>& threads, size_t got, size_t from) {
-  take_pieces(threads, got, from);
+void CPythonProcess::take_speculation(std::vector<ThreadInfo>& threads, size_t got) {
+  take_pieces(threads, got);
   for (ThreadInfo& t : threads) {
-    if (t.asleep) continue;
-    const uint64_t leaf_at = reader_.leaf_pointer_address(t.ts);
-    if (leaf_at != t.last_leaf_at) t.prefetch.has_leaf = false;
-    const uint64_t chunk_at = reader_.first_chunk_address(t.ts);
-    const uint64_t top = load_u64(t.ts, layout_.ts_datastack_chunk + 8);
-    if (chunk_at != t.last_chunk_at || top < chunk_at || top - chunk_at > t.prefetch.chunk.size()) {
-      t.prefetch.chunk.clear();
-    }
-    t.prefetched = (leaf_at == 0 || t.prefetch.has_leaf) && (chunk_at == 0 || !t.prefetch.chunk.empty());
+    if (!t.asleep) validate_speculation(t);
+  }
+}
+
+void CPythonProcess::validate_speculation(ThreadInfo& t) {
+  const uint64_t leaf_at = reader_.leaf_pointer_address(t.ts);
+  if (leaf_at != t.last_leaf_at) t.prefetch.has_leaf = false;
+  const uint64_t chunk_at = reader_.first_chunk_address(t.ts);
+  const uint64_t top = load_u64(t.ts, layout_.ts_datastack_chunk + 8);
+  if (chunk_at != t.last_chunk_at || top < chunk_at || top - chunk_at > t.prefetch.chunk.size()) {
+    t.prefetch.chunk.clear();
+  }
+  t.prefetched = (leaf_at == 0 || t.prefetch.has_leaf) && (chunk_at == 0 || !t.prefetch.chunk.empty());
+}
+
+// A retry after a read that failed: the thread state again and, in the same batch, the frames
+// where the failed walk found them (read one by one, or frame by frame up to 3.10, the stack
+// moves under the reads of a busy thread faster than they are made).
+bool CPythonProcess::reread(std::vector<ThreadInfo>& threads, size_t i) {
+  ThreadInfo& t = threads[i];
+  remember_where(t);
+  keep_direct_frames(t, false);
+  pieces_.clear();
+  piece_owners_.clear();
+  pieces_.push_back({t.ts_address, t.ts.data(), t.ts.size()});
+  t.asleep = false;
+  speculate(threads, i);
+  const size_t got = mem_.read_batch(pieces_);
+  if (got == 0 || load_u64(t.ts, layout_.ts_interp) != t.interp) return false;
+  take_pieces(threads, got);
+  validate_speculation(t);
+  return true;
+}
+
+// The frames a walk read one by one, to read them in one batch next time: those of the last good
+// walk, and after a failed walk (which stopped early, or read frames as they changed) its frames
+// first and the good walk's after them.
+void CPythonProcess::keep_direct_frames(const ThreadInfo& t, bool good) {
+  constexpr size_t kMaxKept = 1024;
+  const auto& direct = reader_.direct_frames();
+  if (direct.empty()) return;
+  KeptFrames& kept = direct_frames_[t.ts_address];
+  const size_t n = std::min(direct.size(), kMaxKept);
+  if (good) kept.good.assign(direct.begin(), direct.begin() + static_cast<long>(n));
+  kept.planned.assign(direct.begin(), direct.begin() + static_cast<long>(n));
+  if (good) return;
+  for (uint64_t address : kept.good) {
+    if (kept.planned.size() >= kMaxKept) break;
+    if (std::find(direct.begin(), direct.end(), address) == direct.end()) kept.planned.push_back(address);
   }
 }
 
@@ -384,18 +438,15 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
   for (size_t i = 0; i < threads.size(); ++i) {
     ThreadInfo& t = threads[i];
     if (t.prefetched || asleep_stack(t) != nullptr) continue;
-    t.prefetch.has_leaf = false;
-    t.prefetch.chunk.clear();
-    t.prefetch.frames.clear();
-    t.prefetch.frames_read = 0;
+    t.prefetch.clear();
     if (uint64_t at = reader_.leaf_pointer_address(t.ts)) {
       pieces_.push_back({at, &t.prefetch.leaf, 8});
-      piece_owners_.push_back({i, PieceOwner::leaf, 1});
+      piece_owners_.push_back({i, PieceOwner::leaf, pieces_.size() - 1, 1});
     }
     if (size_t bytes = reader_.first_chunk_bytes(t.ts)) {
       t.prefetch.chunk.resize(bytes);
       pieces_.push_back({reader_.first_chunk_address(t.ts), t.prefetch.chunk.data(), bytes});
-      piece_owners_.push_back({i, PieceOwner::chunk, 1});
+      piece_owners_.push_back({i, PieceOwner::chunk, pieces_.size() - 1, 1});
     }
   }
   // Speculative frames last: a frame freed and unmapped since would cut the batch short.
@@ -404,7 +455,7 @@ void CPythonProcess::prefetch(std::vector<ThreadInfo>& threads) {
     if (!t.prefetched && asleep_stack(t) == nullptr) add_direct_frames(t, i);
   }
   if (pieces_.empty()) return;
-  take_pieces(threads, mem_.read_batch(pieces_), 0);
+  take_pieces(threads, mem_.read_batch(pieces_));
 }
 
 // Where the thread's newest frames are now, for the next sample's speculative read.
@@ -549,7 +600,8 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
   codes_.begin_sample();
   prefetch(threads_);
 
-  for (ThreadInfo& t : threads_) {
+  for (size_t index = 0; index < threads_.size(); ++index) {
+    ThreadInfo& t = threads_[index];
     ThreadStack stack;
     stack.python_thread_id = t.pthread;
     stack.native_tid = t.tid;
@@ -570,21 +622,15 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     for (int attempt = 0; attempt < attempts; ++attempt) {
       if (attempt > 0) {
         ++stats.retried;
-        if (!mem_.read(t.ts_address, t.ts.data(), t.ts.size()) || load_u64(t.ts, layout_.ts_interp) != t.interp) {
-          break;
-        }
+        if (!reread(threads_, index)) break;
       }
-      outcome = reader_.read(t.ts, !paused, stack, attempt == 0 ? &t.prefetch : nullptr);
+      outcome = reader_.read(t.ts, !paused, stack, &t.prefetch);
       // Unpaused, a stack that failed a check most likely changed under the read too: read
       // it again rather than drop it (dropping only stacks that keep failing biases less).
       if (outcome == StackReader::Outcome::ok) break;
     }
     ++stats.thread_samples;
-    if (outcome == StackReader::Outcome::ok) {
-      const auto& direct = reader_.direct_frames();
-      auto& cached = direct_frames_[t.ts_address];
-      cached.assign(direct.begin(), direct.begin() + static_cast<long>(std::min<size_t>(direct.size(), 1024)));
-    }
+    keep_direct_frames(t, outcome == StackReader::Outcome::ok);
     if (outcome != StackReader::Outcome::ok) {
       ++stats.invalid;
       spdlog::trace("pid {} thread {}: stack dropped: {}", pid_, t.tid, reader_.reason());

@@ -73,4 +73,25 @@ size_t RemoteMemory::read_batch(std::span<const Piece> pieces) const {
   return done;
 }
 
+size_t RemoteMemory::merge_reads(std::span<const uint64_t> addresses, size_t size, std::vector<Region>& regions,
+                                 std::vector<size_t>& offsets) {
+  regions.clear();
+  offsets.clear();
+  size_t total = 0;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const uint64_t a = addresses[i];
+    if (regions.empty() || a > regions.back().address + regions.back().size + kMergeGap ||
+        a + size - regions.back().address > kMergeMax) {
+      regions.push_back({a, 0, total, 0});
+    }
+    Region& r = regions.back();  // the last region ends where the buffer does
+    const uint64_t end = std::max<uint64_t>(r.address + r.size, a + size);
+    total += end - (r.address + r.size);
+    r.size = end - r.address;
+    offsets.push_back(r.at + (a - r.address));
+    r.objects_through = i + 1;
+  }
+  return total;
+}
+
 }  // namespace sprof::pyframes

@@ -39,6 +39,23 @@ class RemoteMemory {
   // leading pieces read completely (all of them on success).
   size_t read_batch(std::span<const Piece> pieces) const;
 
+  // Several objects read as one region of a batch: one region more costs about 0.55 µs and
+  // copying 1 KiB about 0.2 µs, and what one region holds is copied at nearly one instant (a
+  // busy thread's frame objects, read as separate regions, were often copied from different
+  // moments of its stack). Objects this close are merged, into regions of at most kMergeMax.
+  static constexpr uint64_t kMergeGap = 4096;
+  static constexpr uint64_t kMergeMax = 64 * 1024;
+  struct Region {
+    uint64_t address = 0;
+    size_t size = 0;
+    size_t at = 0;               // where it goes in the buffer
+    size_t objects_through = 0;  // objects of this region and the ones before
+  };
+  // Plans reading objects of `size` bytes at `addresses` (ascending, distinct) into one buffer:
+  // fills `regions` and each object's offset in the buffer; returns the buffer's size.
+  static size_t merge_reads(std::span<const uint64_t> addresses, size_t size, std::vector<Region>& regions,
+                            std::vector<size_t>& offsets);
+
   int last_errno() const { return last_errno_; }
   // What the reads cost so far: calls, remote regions (iovecs) and bytes asked for. The kernel's
   // cost grows with regions more than with calls (a call with one more region costs about a

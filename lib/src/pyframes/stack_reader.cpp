@@ -34,23 +34,55 @@ size_t StackReader::frame_read_size() const {
   return layout_.frame_model == FrameModel::frame_objects ? layout_.frame_read_size : layout_.iframe_size;
 }
 
-// A frame outside the datastack chunks: from the prefetch batch when it has this address
-// (walks usually meet them in the same order as last time), else read now.
-const uint8_t* StackReader::direct_frame(uint64_t address) {
-  size_t size = frame_read_size();
-  direct_frames_.push_back(address);
-  if (prefetch_ != nullptr) {
-    const size_t n = prefetch_->frames_read;
-    for (size_t k = 0; k < n; ++k) {
-      size_t i = (prefetch_cursor_ + k) % n;
-      if (prefetch_->frames[i] == address) {
-        prefetch_cursor_ = i + 1;
-        return prefetch_->frame_bytes.data() + i * size;
-      }
+size_t StackReader::Prefetch::plan_frames(std::span<const uint64_t> addresses, size_t frame_size,
+                                          std::vector<RemoteMemory::Piece>& pieces) {
+  frames.assign(addresses.begin(), addresses.end());
+  std::sort(frames.begin(), frames.end());
+  frames.erase(std::unique(frames.begin(), frames.end()), frames.end());
+  frame_bytes.resize(RemoteMemory::merge_reads(frames, frame_size, regions, frame_at));
+  frame_bytes_again.resize(frame_bytes.size());
+  frame_region.clear();
+  for (size_t r = 0; r < regions.size(); ++r) frame_region.resize(regions[r].objects_through, r);
+  // Regions in the order the walk first needs them.
+  region_order.clear();
+  region_read.assign(regions.size(), 0);  // here: whether already ordered
+  for (uint64_t address : addresses) {
+    const size_t i = static_cast<size_t>(std::lower_bound(frames.begin(), frames.end(), address) - frames.begin());
+    const size_t r = frame_region[i];
+    if (!region_read[r]) {
+      region_read[r] = 1;
+      region_order.push_back(r);
     }
   }
-  direct_.resize(size);
-  if (!mem_.read(address, direct_.data(), size)) return nullptr;
+  region_read.assign(regions.size(), 0);
+  for (size_t r : region_order) pieces.push_back({regions[r].address, frame_bytes.data() + regions[r].at, regions[r].size});
+  for (size_t r : region_order) {
+    pieces.push_back({regions[r].address, frame_bytes_again.data() + regions[r].at, regions[r].size});
+  }
+  again_read = false;
+  return 2 * regions.size();
+}
+
+const uint8_t* StackReader::Prefetch::frame(uint64_t address, const uint8_t** again) const {
+  *again = nullptr;
+  const auto it = std::lower_bound(frames.begin(), frames.end(), address);
+  if (it == frames.end() || *it != address) return nullptr;
+  const size_t i = static_cast<size_t>(it - frames.begin());
+  if (region_read.size() != regions.size() || !region_read[frame_region[i]]) return nullptr;
+  if (again_read) *again = frame_bytes_again.data() + frame_at[i];
+  return frame_bytes.data() + frame_at[i];
+}
+
+// A frame outside the datastack chunks: from the prefetch batch when it read this address, else
+// read now.
+const uint8_t* StackReader::direct_frame(uint64_t address) {
+  direct_frames_.push_back(address);
+  direct_again_ = nullptr;
+  if (prefetch_ != nullptr) {
+    if (const uint8_t* p = prefetch_->frame(address, &direct_again_)) return p;
+  }
+  direct_.resize(frame_read_size());
+  if (!mem_.read(address, direct_.data(), direct_.size())) return nullptr;
   return direct_.data();
 }
 
@@ -71,7 +103,6 @@ StackReader::Outcome StackReader::read(const std::vector<uint8_t>& ts, bool veri
   truncated_ = false;
   reason_ = "";
   prefetch_ = prefetch;
-  prefetch_cursor_ = 0;
   direct_frames_.clear();
   chain_.clear();
   out.frames.clear();
@@ -118,7 +149,12 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
     const uint8_t* p = direct_frame(frame);
     if (p == nullptr) return fail("unreadable frame");
     int64_t refcount = load<int64_t>(p, 0);
-    if (refcount <= 0 || refcount > (int64_t{1} << 40)) return fail("freed frame object");
+    // A leaf freed since the thread state was read (it returned a moment ago) still holds its
+    // code, last instruction and caller, and counts when that caller is still running (checked
+    // next); refusing it dropped most samples of functions that run for a few microseconds. A
+    // frame on the free list links to another freed frame instead, or to none.
+    const bool freed_leaf = refcount == 0 && raw_.empty() && load<uint64_t>(p, layout_.f_back) != 0;
+    if ((refcount <= 0 && !freed_leaf) || refcount > (int64_t{1} << 40)) return fail("freed frame object");
     if (types_.frame != 0 && load<uint64_t>(p, 8) != types_.frame) return fail("not a frame object");
     // Callers of a running frame are executing too; a frame that is not was freed or reused.
     if (!raw_.empty() && layout_.f_state != kAbsent) {
@@ -129,7 +165,7 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
     uint64_t back = load<uint64_t>(p, layout_.f_back);
     uint64_t code = load<uint64_t>(p, layout_.f_code);
     raw_.push_back({frame, code, load<int32_t>(p, layout_.f_lasti)});
-    chain_.push_back({frame, -1, back, code});
+    chain_.push_back({frame, -1, back, code, direct_again_});
     frame = back;
   }
   return Outcome::ok;
@@ -231,7 +267,8 @@ StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const 
       return fail("frame with an impossible owner");
     }
     uint64_t previous = load<uint64_t>(p, layout_.if_previous);
-    chain_.push_back({frame, chunk_index, previous, load<uint64_t>(p, layout_.if_code)});
+    chain_.push_back(
+        {frame, chunk_index, previous, load<uint64_t>(p, layout_.if_code), chunk_index < 0 ? direct_again_ : nullptr});
     if (owner != kOwnedByCStack) {
       uint64_t code = load<uint64_t>(p, layout_.if_code);
       if (layout_.minor >= 14) code &= ~uint64_t{3};  // tagged _PyStackRef
@@ -253,7 +290,8 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
   std::sort(code_addresses_.begin(), code_addresses_.end());
   code_addresses_.erase(std::unique(code_addresses_.begin(), code_addresses_.end()), code_addresses_.end());
 
-  // One batch: every chain frame's links again (verify), then every distinct code object's
+  // One batch: every chain frame's links again (verify; not those of frames whose second copy
+  // the prefetch batch holds: they are compared with it), then every distinct code object's
   // header. The chain counts as one stack when no frame's caller or code changed after it was
   // copied: frames pushed or popped meanwhile above it do not make it torn (it was the whole
   // stack when its leaf was read), while a frame popped and its slot reused shows as a changed
@@ -271,43 +309,47 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
   pieces.clear();
   size_t first_code = 0;
   if (verify && !chain_.empty()) {
-    // Chunk frames: one piece per chunk, spanning the chain's frames in it; others one each.
+    // Chunk frames: one piece per chunk, spanning the chain's frames in it; the others (frame
+    // objects) by address, nearby ones in one region.
     recheck_at_.assign(chain_.size(), 0);
-    struct Span {
-      uint64_t lo = UINT64_MAX, hi = 0;
-      size_t at = 0;
-    };
-    std::vector<Span> spans(chunk_count_);
-    size_t total = 0;
-    for (const Link& l : chain_) {
-      if (l.chunk < 0) continue;
-      Span& sp = spans[static_cast<size_t>(l.chunk)];
+    chunk_spans_.assign(chunk_count_, Span{});
+    direct_links_.clear();
+    for (size_t i = 0; i < chain_.size(); ++i) {
+      const Link& l = chain_[i];
+      if (l.again != nullptr) continue;  // checked against its second copy
+      if (l.chunk < 0) {
+        direct_links_.push_back({l.address + link_lo, i});
+        continue;
+      }
+      Span& sp = chunk_spans_[static_cast<size_t>(l.chunk)];
       sp.lo = std::min(sp.lo, l.address);
       sp.hi = std::max(sp.hi, l.address + frame_size);
     }
-    for (Span& sp : spans) {
+    size_t total = 0;
+    for (Span& sp : chunk_spans_) {
       if (sp.hi == 0) continue;
       sp.at = total;
       total += sp.hi - sp.lo;
     }
+    std::sort(direct_links_.begin(), direct_links_.end());
+    link_addresses_.clear();
+    for (const auto& link : direct_links_) link_addresses_.push_back(link.first);
+    const size_t direct_at = total;
+    total += RemoteMemory::merge_reads(link_addresses_, link_size, link_regions_, link_offsets_);
+    for (size_t k = 0; k < direct_links_.size(); ++k) recheck_at_[direct_links_[k].second] = direct_at + link_offsets_[k];
     for (size_t i = 0; i < chain_.size(); ++i) {
       const Link& l = chain_[i];
-      if (l.chunk >= 0) {
-        const Span& sp = spans[static_cast<size_t>(l.chunk)];
+      if (l.chunk >= 0 && l.again == nullptr) {
+        const Span& sp = chunk_spans_[static_cast<size_t>(l.chunk)];
         recheck_at_[i] = sp.at + (l.address - sp.lo) + link_lo;
-      } else {
-        recheck_at_[i] = total;
-        total += link_size;
       }
     }
     recheck_.resize(total);
-    for (const Span& sp : spans) {
+    for (const Span& sp : chunk_spans_) {
       if (sp.hi != 0) pieces.push_back({sp.lo, recheck_.data() + sp.at, sp.hi - sp.lo});
     }
-    for (size_t i = 0; i < chain_.size(); ++i) {
-      if (chain_[i].chunk < 0) {
-        pieces.push_back({chain_[i].address + link_lo, recheck_.data() + recheck_at_[i], link_size});
-      }
+    for (const RemoteMemory::Region& r : link_regions_) {
+      pieces.push_back({r.address, recheck_.data() + direct_at + r.at, r.size});
     }
     first_code = pieces.size();
   }
@@ -329,12 +371,12 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
     reason_ = "stack changed during the read";
     return Outcome::changed;
   }
-  if (first_code > 0) {
+  if (verify && !chain_.empty()) {
     bool same = true;
     for (size_t i = 0; same && i < chain_.size(); ++i) {
-      const uint8_t* now = recheck_.data() + recheck_at_[i];
-      same = load<uint64_t>(now, link_prev - link_lo) == chain_[i].previous &&
-             load<uint64_t>(now, link_code - link_lo) == chain_[i].code;
+      const Link& l = chain_[i];
+      const uint8_t* now = l.again != nullptr ? l.again + link_lo : recheck_.data() + recheck_at_[i];
+      same = load<uint64_t>(now, link_prev - link_lo) == l.previous && load<uint64_t>(now, link_code - link_lo) == l.code;
     }
     if (!same) {
       reason_ = "stack changed during the read";

@@ -8,12 +8,15 @@
 // Checks: every frame object / code object has the right type; frames are alive (refcount,
 // executing state on <= 3.10; owner values on 3.11+); thread-owned 3.11+ frames lie inside the
 // copied chunks, in stack order; no cycles; the outermost frame is an entry frame (3.11+); and,
-// when the target is running, every frame's caller and code are re-read after the walk and must
-// be unchanged (else the walk may have mixed two stacks: it is retried).
+// when the target is running, every frame's caller and code are re-read after the walk (or, for
+// frames prefetched with a second copy, taken from that copy) and must be unchanged (else the
+// walk may have mixed two stacks: it is retried).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "pyframes/code_cache.hpp"
@@ -50,9 +53,39 @@ class StackReader {
     bool has_leaf = false;
     uint64_t leaf = 0;
     std::vector<uint8_t> chunk;        // empty: not prefetched
-    std::vector<uint64_t> frames;      // addresses
-    std::vector<uint8_t> frame_bytes;  // frame_read_size() bytes each
-    size_t frames_read = 0;            // how many of `frames` the batch read
+    // Frames outside the chunks (all of them up to 3.10): ascending, nearby ones in one region.
+    std::vector<uint64_t> frames;
+    std::vector<size_t> frame_at;      // each one's offset in frame_bytes
+    std::vector<size_t> frame_region;  // and its region
+    std::vector<RemoteMemory::Region> regions;
+    std::vector<size_t> region_order;  // the order the regions are read in: the leaf's first
+    std::vector<uint8_t> region_read;  // per region: the batch read it
+    std::vector<uint8_t> frame_bytes;
+    // The same regions copied again at the end of the same batch: a walk that finds every frame
+    // here checks its links against this copy instead of reading them again afterwards (a busy
+    // thread's frame objects are freed and reused, in another order, within microseconds).
+    std::vector<uint8_t> frame_bytes_again;
+    bool again_read = false;
+    // Plans reading the frames at `addresses` (walk order, leaf first): one piece per region,
+    // the leaf's region first (right after the thread state, whose frame it must match), then
+    // the same pieces again into frame_bytes_again; returns how many pieces it appended.
+    size_t plan_frames(std::span<const uint64_t> addresses, size_t frame_size, std::vector<RemoteMemory::Piece>& pieces);
+    // The batch read the first `read` of those pieces.
+    void frames_done(size_t read) {
+      region_read.assign(regions.size(), 0);
+      for (size_t k = 0; k < std::min(read, regions.size()); ++k) region_read[region_order[k]] = 1;
+      again_read = !regions.empty() && read == 2 * regions.size();
+    }
+    // The prefetched bytes of the frame at `address` (and its second copy, when read), or null.
+    const uint8_t* frame(uint64_t address, const uint8_t** again) const;
+    void clear() {
+      has_leaf = false;
+      chunk.clear();
+      frames.clear();
+      regions.clear();
+      region_read.clear();
+      again_read = false;
+    }
   };
   size_t frame_read_size() const;
   // Frames this reader read one by one during its last walk (to prefetch next time).
@@ -110,7 +143,6 @@ class StackReader {
   size_t chunk_count_ = 0;
   std::vector<uint8_t> direct_;  // one directly read frame
   Prefetch* prefetch_ = nullptr;  // of the current read
-  size_t prefetch_cursor_ = 0;
   std::vector<uint64_t> direct_frames_;
   // Every frame of the chain as walked, to check after the walk that none of them changed.
   struct Link {
@@ -118,10 +150,21 @@ class StackReader {
     int chunk;  // index into chunks_, -1 when read directly
     uint64_t previous;
     uint64_t code;
+    const uint8_t* again;  // the frame's second copy from the prefetch batch, if it has one
   };
+  const uint8_t* direct_again_ = nullptr;  // of the frame direct_frame() returned last
   std::vector<Link> chain_;
   std::vector<uint8_t> recheck_;
   std::vector<size_t> recheck_at_;  // per chain_ entry: offset of its link fields in recheck_
+  struct Span {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t at = 0;
+  };
+  std::vector<Span> chunk_spans_;                         // per chunk: its chain frames
+  std::vector<std::pair<uint64_t, size_t>> direct_links_;  // (link address, chain_ index)
+  std::vector<uint64_t> link_addresses_;
+  std::vector<RemoteMemory::Region> link_regions_;
+  std::vector<size_t> link_offsets_;
   std::unordered_set<uint64_t> seen_;
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
