@@ -1,5 +1,5 @@
-// sprof export: a profile directory's raw samples as collapsed stacks or speedscope JSON, or the
-// whole profile (samples, steps, GPU activity) as one Chrome trace.
+// sprof export: a profile directory's raw samples as collapsed stacks, speedscope JSON or a flame
+// graph SVG, or the whole profile (samples, steps, GPU activity) as one Chrome trace.
 
 #include <fstream>
 
@@ -25,6 +25,7 @@ struct ExportFlags {
   bool idle = false;
   bool gil = false;
   bool gzip = false;
+  std::string title;
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -35,9 +36,10 @@ Result<std::string> format_for(const ExportFlags& flags) {
   if (!flags.format.empty()) return flags.format == "raw" ? std::string("collapsed") : flags.format;
   const std::string& o = flags.output;
   if (ends_with(o, ".speedscope.json")) return std::string("speedscope");
+  if (ends_with(o, ".svg")) return std::string("flamegraph");
   if (ends_with(o, ".json") || ends_with(o, ".json.gz")) return std::string("chrome");
   if (ends_with(o, ".folded") || ends_with(o, ".collapsed") || ends_with(o, ".txt")) return std::string("collapsed");
-  return make_error(ErrorKind::usage, "export: give -f collapsed, -f speedscope or -f chrome{}",
+  return make_error(ErrorKind::usage, "export: give -f collapsed, -f speedscope, -f flamegraph or -f chrome{}",
                     o == "-" ? "" : fmt::format(" (cannot tell from the name {})", o));
 }
 
@@ -46,17 +48,21 @@ Result<std::string> format_for(const ExportFlags& flags) {
 void add_export(CLI::App& app, CommandList& commands) {
   auto flags = std::make_shared<ExportFlags>();
   CLI::App* sub = app.add_subcommand(
-      "export", "Write a profile's samples as collapsed stacks or speedscope JSON, or the profile as a Chrome trace");
+      "export",
+      "Write a profile's samples as collapsed stacks, speedscope JSON or a flame graph SVG, or the profile as a Chrome "
+      "trace");
   sub->add_option("dir", flags->dir, "Profile directory written by sprof record")->required();
   sub->add_option("-f,--format", flags->format,
-                  "collapsed (alias raw: flamegraph.pl's folded stacks), speedscope, or chrome (a Chrome trace "
-                  "in kineto's conventions: Python stacks, steps, GPU work); inferred from -o's name "
-                  "(.folded/.collapsed/.txt, .speedscope.json, .json/.json.gz)")
-      ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "chrome"}));
+                  "collapsed (alias raw: flamegraph.pl's folded stacks), speedscope, flamegraph (an "
+                  "interactive SVG: hover, click to zoom, search), or chrome (a Chrome trace in kineto's "
+                  "conventions: Python stacks, steps, GPU work); inferred from -o's name (.folded/.collapsed/"
+                  ".txt, .speedscope.json, .svg, .json/.json.gz)")
+      ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "flamegraph", "chrome"}));
   sub->add_option("-o,--output", flags->output, "Output file (default: standard output)");
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
   sub->add_flag("--idle", flags->idle, "Include idle samples");
   sub->add_flag("--gil", flags->gil, "Only samples of threads holding the GIL");
+  sub->add_option("--title", flags->title, "Flame graph title (default: the directory and the filter)");
   sub->add_flag("--gzip", flags->gzip, "Compress the output with gzip (implied by an -o name ending .gz)");
 
   commands.push_back({sub, [flags]() -> Result<int> {
@@ -88,8 +94,20 @@ void add_export(CLI::App& app, CommandList& commands) {
       what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
                          counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);
     } else {
-      uint64_t samples = format == "speedscope" ? report::write_speedscope(profile, filter, text)
-                                                : report::write_collapsed(profile, filter, text);
+      uint64_t samples = 0;
+      if (format == "speedscope") {
+        samples = report::write_speedscope(profile, filter, text);
+      } else if (format == "flamegraph") {
+        report::FlamegraphOptions graph;
+        graph.title = !flags->title.empty()
+                          ? flags->title
+                          : fmt::format("{}: {}{}{}", flags->dir, flags->idle ? "all samples" : "on-CPU samples",
+                                        flags->gil ? ", GIL holders" : "",
+                                        flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
+        samples = report::write_flamegraph_svg(profile, filter, graph, text);
+      } else {
+        samples = report::write_collapsed(profile, filter, text);
+      }
       if (samples == 0) spdlog::warn("no samples matched (idle samples need --idle)");
       what = fmt::format("{} samples", samples);
     }

@@ -29,7 +29,7 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats)
       ->capture_default_str();
   add_function_table_options(app, options.table);
   std::vector<std::string> extra;
-  if (stack_formats) extra = {"collapsed", "speedscope"};
+  if (stack_formats) extra = {"collapsed", "speedscope", "flamegraph"};
   add_format_options(app, options.format, extra);
   app->add_option("-o,--output", options.output,
                   "Also write the aggregated stats as a pstats file (python3 -m pstats FILE); "
@@ -72,22 +72,31 @@ Status write_aggregate(const std::string& path, const query::Aggregate& aggregat
   return {};
 }
 
-// -f collapsed|speedscope: the stacks of the selected intervals' samples.
+// -f collapsed|speedscope|flamegraph: the stacks of the selected intervals' samples.
 Result<int> print_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
-                                   const QueryOptions& options) {
+                                   const QueryOptions& options, const std::string& description) {
   const query::SampledProfile& sampled = *source.sampled();
   const intervals::PythonTimer timer = *source.timer();
   query::SampleFilter filter = query::selection_filter(sampled, selection, timer);
   std::string text;
-  uint64_t samples = options.format.format == "speedscope" ? report::write_speedscope(sampled.samples, filter, text)
-                                                           : report::write_collapsed(sampled.samples, filter, text);
+  uint64_t samples = 0;
+  if (options.format.format == "speedscope") {
+    samples = report::write_speedscope(sampled.samples, filter, text);
+  } else if (options.format.format == "flamegraph") {
+    report::FlamegraphOptions graph;
+    graph.title = fmt::format("{}: {} ({})", options.profile.profile_dir, description, intervals::to_string(timer));
+    samples = report::write_flamegraph_svg(sampled.samples, filter, graph, text);
+  } else {
+    samples = report::write_collapsed(sampled.samples, filter, text);
+  }
   if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
 Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
-  const bool stacks = options.format.format == "collapsed" || options.format.format == "speedscope";
+  const bool stacks = options.format.format == "collapsed" || options.format.format == "speedscope" ||
+                      options.format.format == "flamegraph";
   SPROF_TRY(std::unique_ptr<query::StatsSource> source, open_query_source(options));
   if (stacks && source->sampled() == nullptr) {
     return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "
@@ -113,7 +122,7 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
     SPROF_TRY_STATUS(write_aggregate(options.output, aggregate));
     if (!options.format.given()) return 0;
   }
-  if (stacks) return print_selection_stacks(*source, selection, options);
+  if (stacks) return print_selection_stacks(*source, selection, options, spec.description);
 
   switch (options.format.resolved()) {
     case OutputFormat::json: {

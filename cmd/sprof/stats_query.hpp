@@ -40,7 +40,8 @@ struct QueryOptions {
   std::string source = "auto";  // auto | samples | stats
   std::string python_timer;     // empty: the timer record used, else total_time
 };
-// stack_formats: the command also prints -f collapsed|speedscope (run_selection_command does).
+// stack_formats: the command also prints -f collapsed|speedscope|flamegraph (run_selection_command
+// does).
 void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats = false);
 
 // The source --source and --python-timer choose (query::open_stats_source).

@@ -42,10 +42,28 @@ struct SampleSummary {
 
 SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter& filter, size_t top_n);
 
+// Every distinct stack the filter keeps, root first, with its sample count; frames spelled
+// "name (file:line)" as py-spy does, with a `process PID:"command"` root frame when more than one
+// process has samples. Sorted by count (descending), then frames.
+struct FoldedStack {
+  std::vector<std::string> frames;
+  uint64_t count = 0;
+};
+std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const SampleFilter& filter);
+
 // One line per distinct stack, root first: "name (file:line);... count". With more than one
 // process in the output, each stack starts with a `process PID:"command"` frame, as py-spy's.
 // Lines sorted by count (descending), then text. Returns the number of samples written.
 uint64_t write_collapsed(const store::ProfileSamples& profile, const SampleFilter& filter, std::string& out);
+
+// An interactive flame graph (flamegraph.pl's look; hover, click to zoom, search, reset) as one
+// self-contained SVG. Returns the number of samples drawn.
+struct FlamegraphOptions {
+  std::string title = "Flame Graph";
+  double width_px = 1200;
+};
+uint64_t write_flamegraph_svg(const store::ProfileSamples& profile, const SampleFilter& filter,
+                              const FlamegraphOptions& options, std::string& out);
 
 // speedscope's file format: one sampled profile per (pid, thread), weights in microseconds
 // (the measured interval of each sample).

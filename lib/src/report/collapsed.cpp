@@ -34,14 +34,13 @@ std::string process_frame(const store::ProcessSamples& p) {
 
 }  // namespace
 
-uint64_t write_collapsed(const store::ProfileSamples& profile, const SampleFilter& filter, std::string& out) {
-  std::map<std::string, uint64_t> lines;
+std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const SampleFilter& filter) {
+  std::map<std::vector<std::string>, uint64_t> stacks;
   std::vector<uint32_t> frames;
   size_t processes = 0;
   for (const auto& p : profile.processes) {
     if (filter.keeps_process(p.log.pid())) processes += p.log.sample_count() > 0 ? 1 : 0;
   }
-  uint64_t total = 0;
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
     if (!filter.keeps_process(log.pid())) continue;
@@ -49,26 +48,54 @@ uint64_t write_collapsed(const store::ProfileSamples& profile, const SampleFilte
     for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
       if (filter.keeps(r)) ++counts[r.stack];
     });
-    std::string prefix = processes > 1 ? process_frame(p) : std::string();
+    const std::string prefix = processes > 1 ? process_frame(p) : std::string();
     for (const auto& [stack, count] : counts) {
       log.stack_frames(stack, frames);
-      std::string line = prefix;
+      std::vector<std::string> names;
+      if (!prefix.empty()) names.push_back(prefix);
       for (size_t i = frames.size(); i-- > 0;) {
         const store::LogFrame& frame = log.frames()[frames[i]];
         const store::LogFunction& fn = log.functions()[frame.function];
-        if (!line.empty()) line += ';';
-        append_clean(line, fn.name);
-        line += " (";
-        append_clean(line, fn.file);
-        line += fmt::format(":{})", frame.line);
+        std::string name;
+        append_clean(name, fn.name);
+        name += " (";
+        append_clean(name, fn.file);
+        name += fmt::format(":{})", frame.line);
+        names.push_back(std::move(name));
       }
-      lines[line] += count;
-      total += count;
+      stacks[std::move(names)] += count;
     }
   }
-  std::vector<std::pair<std::string, uint64_t>> sorted(lines.begin(), lines.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [line, count] : sorted) fmt::format_to(std::back_inserter(out), "{} {}\n", line, count);
+  // Ties in the order of the folded lines' text, as flamegraph.pl's input is usually sorted.
+  std::vector<std::pair<std::string, FoldedStack>> keyed;
+  keyed.reserve(stacks.size());
+  for (auto& [names, count] : stacks) {
+    std::string line;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (i > 0) line += ';';
+      line += names[i];
+    }
+    keyed.push_back({std::move(line), FoldedStack{names, count}});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.second.count != b.second.count ? a.second.count > b.second.count : a.first < b.first;
+  });
+  std::vector<FoldedStack> out;
+  out.reserve(keyed.size());
+  for (auto& k : keyed) out.push_back(std::move(k.second));
+  return out;
+}
+
+uint64_t write_collapsed(const store::ProfileSamples& profile, const SampleFilter& filter, std::string& out) {
+  uint64_t total = 0;
+  for (const FoldedStack& s : fold_stacks(profile, filter)) {
+    for (size_t i = 0; i < s.frames.size(); ++i) {
+      if (i > 0) out += ';';
+      out += s.frames[i];
+    }
+    fmt::format_to(std::back_inserter(out), " {}\n", s.count);
+    total += s.count;
+  }
   return total;
 }
 

@@ -1,0 +1,206 @@
+"""The flame graph SVG (`export -f flamegraph`, `fetch-by-step ... -f flamegraph`) of the recorded
+profile in tests/golden/profiles/train: well-formed SVG, one frame per node of the stack tree
+that the collapsed export of the same selection gives, widths in proportion to the samples, the
+script that zooms and searches inlined and nothing fetched from anywhere; then opened in headless
+Chromium (Debian's package, which scripts/install-deps installs): no console error, labels drawn,
+search highlights, a click zooms and Reset restores, and a screenshot is saved under the build
+directory (test-screenshots/) for people to look at."""
+
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+import xml.etree.ElementTree as ET
+
+from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
+
+PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def collapsed_tree(text):
+    """{path tuple: samples} for every prefix of every folded stack."""
+    tree = collections.Counter()
+    total = 0
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = tuple(stack.split(";"))
+        total += int(count)
+        for depth in range(1, len(frames) + 1):
+            tree[frames[:depth]] += int(count)
+    return tree, total
+
+
+def svg_tree(path):
+    """(root element, {path tuple: samples}, total) from the frames' titles and data attributes,
+    the path rebuilt from depth and position (a frame's parent is the frame one level down whose
+    sample range holds it)."""
+    root = ET.parse(path).getroot()
+    frames = []
+    for g in root.iter(SVG + "g"):
+        if "f" not in g.get("class", "").split():
+            continue
+        title = g.find(SVG + "title").text
+        name = title[:title.rindex(" (")]
+        frames.append((int(g.get("data-d")), int(g.get("data-x")), int(g.get("data-w")), name, g))
+    frames.sort(key=lambda f: (f[0], f[1]))
+    paths = {}
+    by_depth = collections.defaultdict(list)
+    for d, x, w, name, g in frames:
+        if d == 0:
+            path = ()
+        else:
+            parents = [p for p in by_depth[d - 1] if p[0] <= x and x + w <= p[0] + p[1]]
+            assert len(parents) == 1, "frame %s at depth %d has %d parents" % (name, d, len(parents))
+            path = parents[0][2] + (name,)
+        by_depth[d].append((x, w, path))
+        paths[path] = paths.get(path, 0) + w
+    total = paths.pop((), 0)
+    return root, paths, total
+
+
+class FlamegraphExportTest(TempDirTestCase):
+    def check_against_collapsed(self, svg_args, collapsed_args):
+        svg = os.path.join(self.tmp, "graph.svg")
+        if svg_args[0] == "export":
+            run_sprof(*svg_args, "-o", svg, check=0)
+        else:  # the selection commands print it
+            with open(svg, "w", encoding="utf-8") as f:
+                f.write(run_sprof(*svg_args, check=0).stdout)
+        collapsed, total = collapsed_tree(run_sprof(*collapsed_args, check=0).stdout)
+        root, paths, svg_total = svg_tree(svg)
+        self.assertGreater(total, 0)
+        self.assertEqual(svg_total, total)
+        # Every node of the collapsed tree wider than the drawing threshold (0.1 px of 1180) is a
+        # frame with its samples.
+        width = float(root.get("data-width")) - 2 * float(root.get("data-pad"))
+        for path, samples in collapsed.items():
+            if samples * width / total >= 0.1:
+                self.assertEqual(paths.get(path), samples, "frame %s" % (path,))
+        self.assertEqual(set(paths) - set(collapsed), set(), "frames that no stack has")
+        # Self-contained: the script is inline and nothing refers to the network.
+        scripts = list(root.iter(SVG + "script"))
+        self.assertEqual(len(scripts), 1)
+        self.assertIn("function zoom", scripts[0].text)
+        self.assertIsNone(scripts[0].get("href"))
+        with open(svg, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("http://", text.replace("http://www.w3.org/2000/svg", ""))
+        self.assertNotIn("https://", text)
+        return root
+
+    def test_whole_profile(self):
+        root = self.check_against_collapsed(["export", PROFILE, "-f", "flamegraph"],
+                                            ["export", PROFILE, "-f", "collapsed"])
+        title = root.find(SVG + "text[@id='title']").text
+        self.assertIn("on-CPU samples", title)
+
+    def test_idle_samples_and_name_inference(self):
+        svg = os.path.join(self.tmp, "all.svg")
+        proc = run_sprof("export", PROFILE, "--idle", "-o", svg, check=0)
+        self.assertIn("samples", proc.stderr)
+        _, _, total = svg_tree(svg)
+        _, collapsed_total = collapsed_tree(run_sprof("export", PROFILE, "--idle", "-f", "collapsed", check=0).stdout)
+        self.assertEqual(total, collapsed_total)
+
+    def test_step_selection(self):
+        args = ["fetch-by-step", PROFILE, "--step", "2", "--end-step", "6"]
+        self.check_against_collapsed(args + ["-f", "flamegraph"], args + ["-f", "collapsed"])
+
+    def test_names_are_escaped(self):
+        # A title with XML's special characters still gives a well-formed file.
+        svg = os.path.join(self.tmp, "esc.svg")
+        run_sprof("export", PROFILE, "-f", "flamegraph", "--title", "a <b> & \"c\"", "-o", svg, check=0)
+        root = ET.parse(svg).getroot()
+        self.assertEqual(root.find(SVG + "text[@id='title']").text, "a <b> & \"c\"")
+
+
+# Opens the SVG in an iframe and drives it through the script's own actions (window.flamegraph),
+# writing what it saw into the page, which --dump-dom prints.
+HARNESS = """<!doctype html><html><body>
+<iframe id="f" src="graph.svg" width="1200" height="700"></iframe>
+<pre id="result">pending</pre>
+<script>
+document.getElementById("f").addEventListener("load", function () {
+  var w = this.contentWindow, r = {};
+  try {
+    var fg = w.flamegraph, doc = w.document;
+    r.frames = fg.frames();
+    r.labelled = Array.prototype.filter.call(doc.querySelectorAll("g.f text"),
+                                             function (t) { return t.textContent.length > 0; }).length;
+    r.hit = fg.search("^busy ");
+    r.matched = doc.getElementById("matched").textContent;
+    r.highlighted = doc.querySelectorAll("g.match").length;
+    fg.search(null);
+    r.highlighted_after_reset = doc.querySelectorAll("g.match").length;
+    var g = doc.querySelector("g.f[data-d='2']");
+    r.clicked_samples = +g.getAttribute("data-w");
+    g.dispatchEvent(new w.MouseEvent("click"));
+    r.zoomed_width = +g.querySelector("rect").getAttribute("width");
+    r.zoomed_frames = fg.frames();
+    r.reset_shown = !doc.getElementById("unzoom").classList.contains("hide");
+    doc.getElementById("unzoom").dispatchEvent(new w.MouseEvent("click"));
+    r.unzoomed_frames = fg.frames();
+  } catch (e) { r.error = String(e); }
+  document.getElementById("result").textContent = JSON.stringify(r);
+});
+</script></body></html>
+"""
+
+
+def chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class FlamegraphBrowserTest(TempDirTestCase):
+    def setUp(self):
+        super().setUp()
+        if not chromium():
+            self.skipTest("no chromium (scripts/install-deps installs Debian's package)")
+
+    def browser(self, *args):
+        return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--user-data-dir=" + os.path.join(self.tmp, "chromium")] + list(args),
+                              capture_output=True, text=True, timeout=120)
+
+    def test_opens_and_responds_in_chromium(self):
+        svg = os.path.join(self.tmp, "graph.svg")
+        run_sprof("export", PROFILE, "-f", "flamegraph", "-o", svg, check=0)
+        collapsed, total = collapsed_tree(run_sprof("export", PROFILE, "-f", "collapsed", check=0).stdout)
+        busy = sum(n for path, n in collapsed.items() if path[-1].startswith("busy (")
+                   and not any(p.startswith("busy (") for p in path[:-1]))
+        with open(os.path.join(self.tmp, "harness.html"), "w") as f:
+            f.write(HARNESS)
+        proc = self.browser("--allow-file-access-from-files", "--virtual-time-budget=10000",
+                            "--enable-logging=stderr", "--v=0", "--dump-dom",
+                            "file://" + os.path.join(self.tmp, "harness.html"))
+        m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, re.S)
+        self.assertIsNotNone(m, "no result in the page (stderr: %s)" % proc.stderr[-2000:])
+        r = json.loads(m.group(1))
+        self.assertNotIn("error", r)
+        console = [l for l in proc.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+        self.assertEqual(console, [], "console messages")
+        _, paths, _ = svg_tree(svg)
+        self.assertEqual(r["frames"], len(paths) + 1)  # and the root
+        self.assertGreater(r["labelled"], 5)
+        self.assertEqual(r["hit"], busy)
+        self.assertEqual(r["matched"], "Matched: %.1f%%" % (100.0 * busy / total))
+        self.assertGreater(r["highlighted"], 0)
+        self.assertEqual(r["highlighted_after_reset"], 0)
+        self.assertAlmostEqual(r["zoomed_width"], 1180, delta=0.5)  # the clicked frame fills the width
+        self.assertLess(r["zoomed_frames"], r["frames"])
+        self.assertTrue(r["reset_shown"])
+        self.assertEqual(r["unzoomed_frames"], r["frames"])
+
+        shots = os.path.join(os.environ.get("SPROF_BINARY_DIR", self.tmp), "test-screenshots")
+        os.makedirs(shots, exist_ok=True)
+        png = os.path.join(shots, "flamegraph.png")
+        proc = self.browser("--hide-scrollbars", "--window-size=1200,600", "--screenshot=" + png, "file://" + svg)
+        self.assertTrue(os.path.getsize(png) > 10000, proc.stderr[-2000:])
+
+
+if __name__ == "__main__":
+    unittest.main()
