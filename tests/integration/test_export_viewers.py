@@ -1,10 +1,18 @@
-"""The flame graph SVG (`export -f flamegraph`, `fetch-by-step ... -f flamegraph`) of the recorded
+"""sprof's exports opened in the viewers people open them in.
+
+The flame graph SVG (`export -f flamegraph`, `fetch-by-step ... -f flamegraph`) of the recorded
 profile in tests/golden/profiles/train: well-formed SVG, one frame per node of the stack tree
 that the collapsed export of the same selection gives, widths in proportion to the samples, the
 script that zooms and searches inlined and nothing fetched from anywhere; then opened in headless
 Chromium (Debian's package, which scripts/install-deps installs): no console error, labels drawn,
-search highlights, a click zooms and Reset restores, and a screenshot is saved under the build
-directory (test-screenshots/) for people to look at."""
+search highlights, a click zooms and Reset restores.
+
+The speedscope and collapsed exports loaded into speedscope itself (the built app, vendored in
+third_party/speedscope), as its command-line tool loads a file: imported without an error, and
+its Sandwich view's heaviest function by self time is the one the collapsed stacks say.
+
+Each browser test saves a screenshot under the build directory (test-screenshots/) for people to
+look at."""
 
 import collections
 import json
@@ -155,7 +163,7 @@ def chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-class FlamegraphBrowserTest(TempDirTestCase):
+class BrowserTestCase(TempDirTestCase):
     def setUp(self):
         super().setUp()
         if not chromium():
@@ -166,6 +174,8 @@ class FlamegraphBrowserTest(TempDirTestCase):
                                "--user-data-dir=" + os.path.join(self.tmp, "chromium")] + list(args),
                               capture_output=True, text=True, timeout=120)
 
+
+class FlamegraphBrowserTest(BrowserTestCase):
     def test_opens_and_responds_in_chromium(self):
         svg = os.path.join(self.tmp, "graph.svg")
         run_sprof("export", PROFILE, "-f", "flamegraph", "-o", svg, check=0)
@@ -200,6 +210,115 @@ class FlamegraphBrowserTest(TempDirTestCase):
         png = os.path.join(shots, "flamegraph.png")
         proc = self.browser("--hide-scrollbars", "--window-size=1200,600", "--screenshot=" + png, "file://" + svg)
         self.assertTrue(os.path.getsize(png) > 10000, proc.stderr[-2000:])
+
+
+SPEEDSCOPE = os.path.join(SOURCE_DIR, "third_party", "speedscope", "release", "index.html")
+
+# After the import: switch to the Sandwich view and write its table's first row (the heaviest
+# function by self time) into the page.
+SANDWICH_PROBE = """;
+(function () {
+  var clicked = false, tries = 0;
+  function poll() {
+    var text = document.body ? document.body.innerText : "";
+    if (!clicked) {
+      var tab = Array.prototype.filter.call(document.querySelectorAll("div"), function (d) {
+        return d.children.length === 1 && /Sandwich$/.test(d.textContent); })[0];
+      // The tabs show once a profile is imported.
+      if (tab) { tab.click(); clicked = true; }
+    }
+    // The table is a virtual list: its first row from the rendered text (Total, Self, Symbol Name).
+    var at = text.indexOf("Symbol Name");
+    var lines = at < 0 ? [] : text.substring(at + "Symbol Name".length).split("\\n")
+        .map(function (l) { return l.trim(); }).filter(function (l) { return l.length > 0; });
+    if (lines.length >= 3 || ++tries > 100) {
+      var pre = document.createElement("pre");
+      pre.id = "probe";
+      pre.textContent = JSON.stringify({found: lines.length >= 3, cells: lines.slice(0, 3), title: document.title});
+      document.body.appendChild(pre);
+      return;
+    }
+    setTimeout(poll, 100);
+  }
+  setTimeout(poll, 100);
+})();
+"""
+
+
+class SpeedscopeBrowserTest(BrowserTestCase):
+    def load(self, path, screenshot):
+        import base64
+        with open(path, "rb") as f:
+            data = base64.b64encode(f.read()).decode()
+        loader = os.path.join(self.tmp, "load.js")
+        with open(loader, "w") as f:
+            f.write("speedscope.loadFileFromBase64(%s, %s)" % (json.dumps(os.path.basename(path)), json.dumps(data)))
+            f.write(SANDWICH_PROBE)
+        url = "file://%s#localProfilePath=%s" % (SPEEDSCOPE, loader)
+        proc = self.browser("--allow-file-access-from-files", "--virtual-time-budget=15000", "--window-size=1200,800",
+                            "--enable-logging=stderr", "--v=0", "--dump-dom", url)
+        errors = [l for l in proc.stderr.splitlines() if "CONSOLE" in l and ("Uncaught" in l or "rror" in l)]
+        self.assertEqual(errors, [], "console errors")
+        imported = [l for l in proc.stderr.splitlines() if "CONSOLE" in l and "Importing as" in l]
+        m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
+        self.assertIsNotNone(m, "speedscope did not show the sandwich view (stderr: %s)" % proc.stderr[-2000:])
+        probe = json.loads(m.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
+        shots = os.path.join(os.environ.get("SPROF_BINARY_DIR", self.tmp), "test-screenshots")
+        os.makedirs(shots, exist_ok=True)
+        self.browser("--allow-file-access-from-files", "--virtual-time-budget=5000", "--hide-scrollbars",
+                     "--window-size=1200,800", "--screenshot=" + os.path.join(shots, screenshot), url)
+        return imported, probe
+
+    def heaviest_self_weight(self, path):
+        """(function name, share of the weight) of the frame with the most self weight in a
+        speedscope file."""
+        with open(path) as f:
+            doc = json.load(f)
+        frames = doc["shared"]["frames"]
+        weights = collections.Counter()
+        total = 0
+        for p in doc["profiles"]:
+            for sample, weight in zip(p["samples"], p["weights"]):
+                weights[(frames[sample[-1]]["name"], frames[sample[-1]].get("file"), frames[sample[-1]].get("line"))] += weight
+                total += weight
+        (name, _, _), w = weights.most_common(1)[0]
+        return name, w / total
+
+    def heaviest_self(self):
+        """(function name, share of samples) of the leaf with the most samples, from the collapsed export."""
+        counts = collections.Counter()
+        total = 0
+        for line in run_sprof("export", PROFILE, "-f", "collapsed", check=0).stdout.splitlines():
+            stack, _, count = line.rpartition(" ")
+            counts[stack.split(";")[-1]] += int(count)
+            total += int(count)
+        leaf, n = counts.most_common(1)[0]
+        return leaf[:leaf.rindex(" (")], n / total
+
+    def test_speedscope_export(self):
+        path = os.path.join(self.tmp, "train.speedscope.json")
+        run_sprof("export", PROFILE, "-o", path, check=0)
+        imported, probe = self.load(path, "speedscope-json.png")
+        self.assertTrue(any("speedscope json" in l for l in imported), imported)
+        # Weights are the samples' measured intervals.
+        name, share = self.heaviest_self_weight(path)
+        self.assertTrue(probe["found"], probe)
+        self.assertEqual(probe["cells"][2], name, probe)
+        self.assertEqual(name, self.heaviest_self()[0])
+        shown = float(re.search(r"\(([0-9.]+)%\)", probe["cells"][1]).group(1))
+        self.assertAlmostEqual(shown, 100 * share, delta=1)
+
+    def test_collapsed_export(self):
+        path = os.path.join(self.tmp, "train.folded")
+        run_sprof("export", PROFILE, "-o", path, check=0)
+        imported, probe = self.load(path, "speedscope-collapsed.png")
+        self.assertTrue(any("collapsed" in l.lower() for l in imported), imported)
+        name, share = self.heaviest_self()
+        self.assertTrue(probe["found"], probe)
+        # speedscope names a frame of folded stacks by its whole text, file and line included.
+        self.assertTrue(probe["cells"][2].startswith(name + " ("), probe)
+        shown = float(re.search(r"\(([0-9.]+)%\)", probe["cells"][1]).group(1))
+        self.assertAlmostEqual(shown, 100 * share, delta=1)
 
 
 if __name__ == "__main__":
