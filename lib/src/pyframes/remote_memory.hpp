@@ -43,8 +43,8 @@ class RemoteMemory {
   // copying 1 KiB about 0.2 µs, and what one region holds is copied at nearly one instant (a
   // busy thread's frame objects, read as separate regions, were often copied from different
   // moments of its stack). Objects this close are merged, into regions of at most kMergeMax.
-  static constexpr uint64_t kMergeGap = 4096;
-  static constexpr uint64_t kMergeMax = 64 * 1024;
+  static constexpr uint64_t kMergeGap = 2048;
+  static constexpr uint64_t kMergeMax = 16 * 1024;
   struct Region {
     uint64_t address = 0;
     size_t size = 0;
