@@ -1,4 +1,7 @@
-// sprof analyze DIR: one page about a training job (job, phases, steps, functions, system usage, rules).
+// sprof analyze DIR: one page about a training job (job, phases, steps, functions, system usage, rules);
+// sprof report DIR: the same as one self-contained HTML page with charts and flame graphs.
+
+#include <fstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -6,6 +9,7 @@
 #include "command.hpp"
 #include "fail_on.hpp"
 #include "sprof/analyze_render.hpp"
+#include "sprof/report_views.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
 
@@ -21,17 +25,37 @@ struct AnalyzeCommandOptions {
   bool idle = false;
   size_t top = 10;
   size_t slowest = 3;
+  std::string html;  // --html FILE / report -o FILE
 };
 
-Result<int> run_analyze(const AnalyzeCommandOptions& options) {
-  if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
+Status write_html(const report::AnalyzeReport& report, const std::string& path) {
+  SPROF_TRY(report::ReportViews views, report::report_views(report, report::ReportViewOptions{}));
+  const std::string page = render::analyze_html(report, views);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << page;
+  out.close();
+  if (!out) return make_error(ErrorKind::io, "cannot write {}", path);
+  if (!global_options().quiet) {
+    fmt::print(stderr, "sprof: wrote {} ({:.1f} MB: {} flame graphs, {} steps)\n", path,
+               static_cast<double>(page.size()) / 1e6, views.flames.size(), report.steps.size());
+  }
+  return {};
+}
+
+report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options) {
   report::AnalyzeOptions analyze_options;
   analyze_options.rules.params = options.params;
   analyze_options.include_idle = options.idle;
   analyze_options.top_functions = options.top;
   analyze_options.slowest_steps = options.slowest;
-  SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options));
+  return analyze_options;
+}
+
+Result<int> run_analyze(const AnalyzeCommandOptions& options) {
+  if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
+  SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options_of(options)));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
+  if (!options.html.empty()) SPROF_TRY_STATUS(write_html(report, options.html));
   if (options.json || options.format == "json") {
     fmt::print("{}", render::analyze_json(report));
   } else {
@@ -62,7 +86,27 @@ void add_analyze(CLI::App& app, CommandList& commands) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--slowest", options->slowest, "Slowest steps to break down")->capture_default_str();
+  sub->add_option("--html", options->html, "Also write the HTML report (as sprof report) to this file");
   commands.push_back(Command{sub, [options] { return run_analyze(*options); }});
+
+  auto report_options = std::make_shared<AnalyzeCommandOptions>();
+  report_options->html = "report.html";
+  CLI::App* report_sub = app.add_subcommand(
+      "report", "The analysis as one self-contained HTML page: charts of step times and system metrics, flame "
+                "graphs of the run, each mode, phase and step, functions, rules, GPU");
+  report_sub->add_option("DIR", report_options->profile_dir, "Profile directory (sprof's or smdebug's)")->required();
+  report_sub->add_option("-o,--output", report_options->html, "The HTML file to write")->capture_default_str();
+  report_sub->add_option("-p,--param", report_options->params,
+                         "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
+  report_sub->add_flag("--idle", report_options->idle, "Count idle samples in the top functions and job phases");
+  report_sub->add_option("--top", report_options->top, "Functions in the top-functions table")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
+    SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options)));
+    SPROF_TRY_STATUS(write_html(report, report_options->html));
+    return 0;
+  }});
 }
 
 }  // namespace sprof::cli

@@ -147,6 +147,7 @@ struct AnalyzeReport {
   double outlier_stddev = 3;
   std::vector<StepModeStats> step_stats;
   std::vector<StepRecord> slowest_steps;
+  std::vector<StepRecord> steps;  // every step, in the order found (no functions); not in the text or JSON page
   std::string steps_note;
 
   bool has_samples = false;

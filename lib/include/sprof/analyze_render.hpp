@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sprof/analyze.hpp"
+#include "sprof/report_views.hpp"
 
 namespace sprof::render {
 
@@ -20,5 +21,10 @@ std::string analyze_text(const report::AnalyzeReport& report, const TextStyle& s
 // --format json: the report as one JSON object (stable key order); sections without data carry
 // a "note".
 std::string analyze_json(const report::AnalyzeReport& report);
+
+// The HTML report: one self-contained page (its charts and flame graph libraries inlined) with
+// the analyze page's sections as tables and charts, plus `views` (every step's time, the system
+// metrics over time, a flame graph per view). Opens offline from disk.
+std::string analyze_html(const report::AnalyzeReport& report, const report::ReportViews& views);
 
 }  // namespace sprof::render

@@ -186,7 +186,8 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
       spdlog::warn("{}", report.warnings.back());
     }
   }
-  report.step_stats = step_statistics(steps, report.outlier_stddev);
+  report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
+  report.steps = steps;
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
   if (steps.empty()) {
     report.steps_note = contents.framework

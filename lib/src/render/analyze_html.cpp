@@ -1,0 +1,144 @@
+// The HTML report: one page, everything inlined (vendored viewers, the page's script and style,
+// the data as JSON), so that it opens from disk with no network.
+
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "render/report_assets.hpp"
+#include "sprof/analyze_render.hpp"
+
+namespace sprof::render {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+void escape_html(std::string& out, std::string_view text) {
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+}
+
+ordered_json flame_json(const report::FlameNode& n) {
+  ordered_json j;
+  j["name"] = n.name;
+  j["value"] = n.value;
+  if (!n.children.empty()) {
+    ordered_json children = ordered_json::array();
+    for (const auto& c : n.children) children.push_back(flame_json(c));
+    j["children"] = std::move(children);
+  }
+  return j;
+}
+
+ordered_json data_json(const report::AnalyzeReport& report, const report::ReportViews& views) {
+  ordered_json d;
+  d["analyze"] = ordered_json::parse(analyze_json(report));
+  d["sampling"] = {{"rate_hz", views.rate_hz},
+                   {"achieved_rate_hz", views.achieved_rate_hz},
+                   {"invalid_share", views.invalid_share},
+                   {"thread_samples", views.thread_samples}};
+  ordered_json steps = ordered_json::array();
+  for (const auto& s : report.steps) {
+    steps.push_back({{"mode", s.mode},
+                     {"step", s.step},
+                     {"pid", s.pid},
+                     {"node", s.node},
+                     {"start_s", static_cast<double>(s.start_us - report.job.start_us) / 1e6},
+                     {"seconds", s.seconds()},
+                     {"outlier", s.outlier}});
+  }
+  d["steps"] = std::move(steps);
+  ordered_json flames = ordered_json::array();
+  for (const auto& v : views.flames) {
+    flames.push_back({{"id", v.id}, {"label", v.label}, {"samples", v.samples}, {"root", flame_json(v.root)}});
+  }
+  d["flames"] = std::move(flames);
+  d["flames_note"] = views.flames_note;
+  ordered_json system = ordered_json::array();
+  for (const auto& node : views.system) {
+    ordered_json series = ordered_json::array();
+    for (const auto& s : node.series) {
+      ordered_json values = ordered_json::array();
+      for (double v : s.values) {
+        if (std::isnan(v)) {
+          values.push_back(nullptr);
+        } else {
+          values.push_back(std::round(v * 1000) / 1000);  // the page draws, it does not need more digits
+        }
+      }
+      series.push_back({{"name", s.name}, {"unit", s.unit}, {"values", std::move(values)}});
+    }
+    ordered_json t = ordered_json::array();
+    for (double x : node.t_s) t.push_back(std::round(x * 1000) / 1000);
+    system.push_back({{"node", node.node}, {"t_s", std::move(t)}, {"series", std::move(series)}});
+  }
+  d["system"] = std::move(system);
+  d["system_note"] = views.system_note;
+  return d;
+}
+
+// A <script> element's text ends at the first "</script" whatever the JSON or JavaScript around
+// it: "</" becomes "<\/" (the same string in JSON and in JavaScript strings).
+std::string script_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string analyze_html(const report::AnalyzeReport& report, const report::ReportViews& views) {
+  const std::string title = "sprof report: " + report.dir.string();
+  std::string out;
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
+  escape_html(out, title);
+  out += "</title>\n<style>\n";
+  out += assets::uplot_css;
+  out += "\n";
+  out += assets::flamegraph_css;
+  out += "\n";
+  out += assets::page_css;
+  out += "\n</style>\n";
+  // The vendored libraries are minified files that hold no "</script".
+  out += "<script>\n";
+  out += assets::d3_js;
+  out += "\n</script>\n<script>\n";
+  out += assets::flamegraph_js;
+  out += "\n</script>\n<script>\n";
+  out += assets::uplot_js;
+  out += "\n</script>\n</head>\n<body>\n<h1>";
+  escape_html(out, title);
+  out += "</h1>\n<nav><a href=\"#job\">Job</a><a href=\"#steps\">Steps</a><a href=\"#system\">System</a>"
+         "<a href=\"#flame\">Flame graph</a><a href=\"#functions\">Functions</a><a href=\"#phases\">Phases</a>"
+         "<a href=\"#rules\">Rules</a><a href=\"#gpu\">GPU</a></nav>\n"
+         "<section id=\"job\"><h2>Job</h2></section>\n"
+         "<section id=\"steps\"><h2>Step times</h2></section>\n"
+         "<section id=\"system\"><h2>System</h2></section>\n"
+         "<section id=\"flame\"><h2>Flame graph</h2></section>\n"
+         "<section id=\"functions\"><h2>Top functions</h2></section>\n"
+         "<section id=\"phases\"><h2>Job phases</h2></section>\n"
+         "<section id=\"rules\"><h2>Rules</h2></section>\n"
+         "<section id=\"gpu\"><h2>GPU</h2></section>\n"
+         "<script type=\"application/json\" id=\"sprof-data\">";
+  out += script_safe(data_json(report, views).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out += "</script>\n<script>\n";
+  out += script_safe(assets::page_js);
+  out += "\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace sprof::render

@@ -1,0 +1,259 @@
+// The sprof report page: draws the data embedded in the page (script#sprof-data) with uPlot and
+// d3-flame-graph, both inlined before this script. No network access. window.sprofReport exposes
+// the page's actions for tests.
+"use strict";
+(function () {
+  var D = JSON.parse(document.getElementById("sprof-data").textContent);
+  var A = D.analyze;
+  var MODE_COLOURS = { TRAIN: "#1f77b4", EVAL: "#ff7f0e", PREDICT: "#2ca02c", GLOBAL: "#7f7f7f" };
+  var LINE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                      "#bcbd22", "#17becf"];
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") e.textContent = attrs[k];
+      else if (k === "onclick") e.addEventListener("click", attrs[k]);
+      else e.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { e.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return e;
+  }
+  function table(parent, headers, rows, cls) {
+    var t = el("table", cls ? { class: cls } : {});
+    t.appendChild(el("thead", {}, [el("tr", {}, headers.map(function (h) { return el("th", { text: h }); }))]));
+    var body = el("tbody");
+    rows.forEach(function (r) {
+      body.appendChild(el("tr", r.cls ? { class: r.cls } : {}, (r.cells || r).map(function (c) {
+        return c instanceof Node ? el("td", {}, [c]) : el("td", { text: c === null || c === undefined ? "" : String(c) });
+      })));
+    });
+    t.appendChild(body);
+    parent.appendChild(t);
+    return t;
+  }
+  function note(parent, text) { if (text) parent.appendChild(el("p", { class: "note", text: text })); }
+  function seconds(s) {
+    if (s === null || s === undefined || isNaN(s)) return "";
+    return s < 1 ? (s * 1000).toFixed(1) + " ms" : s.toFixed(3) + " s";
+  }
+  function pct(x) { return (100 * x).toFixed(1) + " %"; }
+  function section(id) { return document.getElementById(id); }
+
+  // Job overview.
+  (function () {
+    var j = A.job, rows = [];
+    rows.push(["profile", A.profile]);
+    if (j.command && j.command.length) rows.push(["command", j.command.join(" ")]);
+    rows.push(["state", j.state + (j.exit_status !== null && j.exit_status !== undefined ? ", exit status " + j.exit_status : "")]);
+    rows.push(["duration", seconds(j.duration_s)]);
+    rows.push(["started", new Date(j.start_us / 1000).toISOString()]);
+    rows.push(["processes", String((j.processes || []).length)]);
+    rows.push(["Python", (j.python_versions || []).join(", ")]);
+    if (D.sampling.rate_hz) {
+      rows.push(["sampling", D.sampling.rate_hz + " Hz asked, " + D.sampling.achieved_rate_hz.toFixed(0) + " Hz achieved, " +
+                 D.sampling.thread_samples + " thread samples, " + (100 * D.sampling.invalid_share).toFixed(2) + " % invalid"]);
+    }
+    (A.own_costs || []).forEach(function (c) {
+      rows.push(["sprof's own cost: " + c.name, seconds(c.cpu_s) + " CPU over " + seconds(c.wall_s) + " (" + pct(c.core_share) + " of a core)"]);
+    });
+    table(section("job"), ["", ""], rows, "kv");
+    note(section("job"), (A.warnings || []).join("; "));
+  })();
+
+  // Flame graph: one chart, the view chosen in the list.
+  var flame = null, flameViews = {}, flameSearchHits = 0;
+  (function () {
+    var box = section("flame");
+    if (!D.flames.length) { note(box, D.flames_note || "no samples"); return; }
+    var select = el("select", { id: "flame-view" });
+    D.flames.forEach(function (v) {
+      flameViews[v.id] = v;
+      select.appendChild(el("option", { value: v.id, text: v.label + " (" + v.samples + " samples)" }));
+    });
+    var search = el("input", { id: "flame-search", type: "search", placeholder: "search (regular expression)" });
+    var reset = el("button", { id: "flame-reset", text: "Reset zoom" });
+    var matched = el("span", { id: "flame-matched" });
+    box.appendChild(el("div", { class: "controls" }, [select, search, reset, matched]));
+    var chart = el("div", { id: "flame-chart" });
+    box.appendChild(chart);
+    var details = el("div", { id: "flame-details", class: "note" });
+    box.appendChild(details);
+    note(box, D.flames_note);
+    flame = flamegraph.default()
+      .width(Math.max(600, chart.clientWidth || 1100))
+      .cellHeight(18)
+      .transitionDuration(0)
+      .minFrameSize(1)
+      .sort(true)
+      .setDetailsElement(details)
+      .setSearchHandler(function (results, sum, total) {
+        flameSearchHits = results.length;
+        matched.textContent = search.value ? results.length + " frames, " + (total ? (100 * sum / total).toFixed(1) : 0) + " % of the samples" : "";
+      });
+    d3.select(chart).datum(D.flames[0].root).call(flame);
+    select.addEventListener("change", function () { showView(select.value); });
+    search.addEventListener("input", function () {
+      if (search.value) flame.search(search.value); else { flame.clear(); matched.textContent = ""; }
+    });
+    reset.addEventListener("click", function () { flame.resetZoom(); });
+  })();
+  function showView(id) {
+    var v = flameViews[id];
+    if (!v || !flame) return false;
+    document.getElementById("flame-view").value = id;
+    flame.update(v.root);
+    var q = document.getElementById("flame-search").value;
+    if (q) flame.search(q);
+    return true;
+  }
+  function stepView(s) { return "step:" + s.pid + ":" + s.mode + ":" + s.step; }
+  function goToStep(s) {
+    return function (e) {
+      if (e) e.preventDefault();
+      if (showView(stepView(s))) section("flame").scrollIntoView();
+    };
+  }
+
+  // Step times: one chart over the run, points per mode, outliers ringed in red; a click on a
+  // point shows that step's flame graph.
+  (function () {
+    var box = section("steps");
+    var steps = D.steps;
+    if (!steps.length) { note(box, A.steps.note || "no steps"); return; }
+    var order = steps.map(function (s, i) { return i; }).sort(function (a, b) { return steps[a].start_s - steps[b].start_s; });
+    var modes = [];
+    steps.forEach(function (s) { if (modes.indexOf(s.mode) < 0) modes.push(s.mode); });
+    var xs = order.map(function (i) { return steps[i].start_s; });
+    var data = [xs];
+    var series = [{}];
+    modes.forEach(function (m) {
+      data.push(order.map(function (i) { return steps[i].mode === m ? steps[i].seconds : null; }));
+      series.push({ label: m + " step (s)", stroke: MODE_COLOURS[m] || "#333", paths: function () { return null; },
+                    points: { show: true, size: 6, fill: MODE_COLOURS[m] || "#333" } });
+    });
+    data.push(order.map(function (i) { return steps[i].outlier ? steps[i].seconds : null; }));
+    series.push({ label: "outlier", stroke: "#d62728", paths: function () { return null; },
+                  points: { show: true, size: 12, width: 2, fill: "transparent", stroke: "#d62728" } });
+    var div = el("div", { id: "steps-chart", class: "chart" });
+    box.appendChild(div);
+    var plot = new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 260, series: series,
+                           scales: { x: { time: false } },
+                           axes: [{ label: "seconds since the job started" }, { label: "step time (s)" }] }, data, div);
+    plot.over.addEventListener("click", function () {
+      var i = plot.cursor.idx;
+      if (i !== null && i !== undefined) goToStep(steps[order[i]])();
+    });
+    var stats = (A.steps.modes || []).map(function (m) {
+      return [m.mode, m.node, m.count, seconds(m.mean_s), seconds(m.p50_s), seconds(m.p95_s), seconds(m.max_s),
+              m.outliers + (m.outlier_steps.length ? " (" + m.outlier_steps.join(", ") + ")" : "")];
+    });
+    table(box, ["mode", "node", "steps", "mean", "p50", "p95", "max", "outliers (> mean + " + A.steps.outlier_stddev + " σ)"], stats);
+    // The slowest steps and the outliers, each linked to its flame graph.
+    var listed = steps.slice().sort(function (a, b) { return b.seconds - a.seconds; }).slice(0, 20);
+    steps.forEach(function (s) { if (s.outlier && listed.indexOf(s) < 0) listed.push(s); });
+    box.appendChild(el("h3", { text: "Slowest steps (click a step for its flame graph)" }));
+    table(box, ["step", "mode", "pid", "time", "starts at"], listed.map(function (s) {
+      var a = el("a", { href: "#flame", class: "step-link", "data-view": stepView(s), onclick: goToStep(s), text: String(s.step) });
+      return { cls: s.outlier ? "outlier" : "", cells: [a, s.mode, s.pid, seconds(s.seconds), seconds(s.start_s)] };
+    }), "steps-table");
+  })();
+
+  // System metrics over time, one chart per unit and node, steps shaded by mode.
+  (function () {
+    var box = section("system");
+    if (!D.system.length) { note(box, D.system_note); return; }
+    var bands = D.steps.map(function (s) { return [s.start_s, s.start_s + s.seconds, MODE_COLOURS[s.mode] || "#999"]; });
+    D.system.forEach(function (node) {
+      var units = {};
+      node.series.forEach(function (s) { (units[s.unit || "value"] = units[s.unit || "value"] || []).push(s); });
+      Object.keys(units).forEach(function (unit) {
+        box.appendChild(el("h3", { text: node.node + ": " + unit }));
+        var div = el("div", { class: "chart system-chart" });
+        box.appendChild(div);
+        var data = [node.t_s];
+        var series = [{}];
+        units[unit].forEach(function (s, k) {
+          data.push(s.values.map(function (v) { return v === null ? null : v; }));
+          series.push({ label: s.name, stroke: LINE_COLOURS[k % LINE_COLOURS.length], width: 1.5 });
+        });
+        new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 220, series: series, scales: { x: { time: false } },
+                    axes: [{ label: "seconds since the job started" }, { label: unit }],
+                    hooks: { drawClear: [function (u) {
+                      var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
+                      ctx.save();
+                      ctx.globalAlpha = 0.08;
+                      bands.forEach(function (b) {
+                        var x0 = u.valToPos(b[0], "x", true), x1 = u.valToPos(b[1], "x", true);
+                        ctx.fillStyle = b[2];
+                        ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+                      });
+                      ctx.restore();
+                    }] } }, data, div);
+      });
+    });
+    note(box, "Shaded: the steps, coloured by mode (" + Object.keys(MODE_COLOURS).map(function (m) { return m.toLowerCase(); }).join(", ") + ").");
+  })();
+
+  // Top functions, job phases, dataloader share.
+  (function () {
+    var box = section("functions"), f = A.functions;
+    if (!f.top || !f.top.length) { note(box, f.note || "no samples"); return; }
+    var total = f.kept_s || 1;
+    table(box, ["function", "where", "self", "self %", "total", "total %"], f.top.map(function (t) {
+      return [t.function, t.file + ":" + t.line, seconds(t.self_s), pct(t.self_s / total), seconds(t.total_s), pct(t.total_s / total)];
+    }));
+    note(box, f.samples + " thread samples, " + f.kept_samples + " kept (" + seconds(f.kept_s) + "), " + f.idle_samples + " idle; " +
+         f.processes + " processes, " + f.threads + " threads" + (f.note ? "; " + f.note : ""));
+  })();
+  (function () {
+    var box = section("phases"), p = A.phases;
+    if (!p.phases || !p.phases.length) { note(box, p.note); return; }
+    table(box, ["phase", "time", "share", "top functions"], p.phases.map(function (ph) {
+      return [ph.phase, seconds(ph.seconds), pct(ph.share), (ph.top_functions || []).map(function (t) { return t.function; }).join(", ")];
+    }));
+  })();
+
+  // Rules, as smdebug's ProfilerReport lists them.
+  (function () {
+    var box = section("rules");
+    if (!A.rules || !A.rules.length) { note(box, "no rules evaluated"); return; }
+    table(box, ["rule", "verdict", "triggered", "violations", "datapoints", "parameters", "evidence", "recommendation"],
+          A.rules.map(function (r) {
+            return { cls: "rule-" + String(r.status).toLowerCase(),
+                     cells: [r.rule, r.status, r.RuleTriggered, r.Violations, r.Datapoints, r.RuleParameters, r.evidence, r.recommendation] };
+          }), "rules-table");
+  })();
+
+  // GPU.
+  (function () {
+    var box = section("gpu"), g = A.gpu;
+    if (!g || !g.present) { note(box, g ? g.note : "no GPU activity"); return; }
+    note(box, g.kernels + " kernels (" + seconds(g.kernel_s) + "), " + g.copies + " copies and memsets (" + seconds(g.copy_s) + ")");
+    table(box, ["device", "name", "span", "compute", "other GPU work", "idle"], (g.devices || []).map(function (d) {
+      return [d.device, d.name, seconds(d.span_s), pct(d.compute_share), pct(d.non_compute_share), pct(d.idle_share)];
+    }));
+    box.appendChild(el("h3", { text: "Top kernels" }));
+    table(box, ["kernel", "instances", "total", "average", "share"], (g.top_kernels || []).map(function (k) {
+      return [k.name, k.instances, seconds(k.total_s), (k.avg_us).toFixed(1) + " µs", pct(k.share)];
+    }));
+    box.appendChild(el("h3", { text: "Call sites" }));
+    if (g.call_sites && g.call_sites.length) {
+      table(box, ["Python line", "GPU time", "share", "kernels", "top kernel"], g.call_sites.map(function (c) {
+        return [c.site, seconds(c.gpu_s), pct(c.share), c.kernels, c.top_kernel];
+      }));
+    } else {
+      note(box, g.call_sites_note);
+    }
+  })();
+
+  window.sprofReport = {
+    views: function () { return D.flames.map(function (v) { return v.id; }); },
+    showView: showView,
+    flameFrames: function () { return document.querySelectorAll("#flame-chart g.frame").length; },
+    flameRoot: function () { return flame ? document.querySelector("#flame-chart g.frame title").textContent : null; },
+    search: function (term) { var s = document.getElementById("flame-search"); s.value = term; s.dispatchEvent(new Event("input")); return flameSearchHits; },
+    clickStep: function (k) { var a = document.querySelectorAll("a.step-link")[k]; a.click(); return a.getAttribute("data-view"); },
+    currentView: function () { var s = document.getElementById("flame-view"); return s ? s.value : null; }
+  };
+})();
