@@ -2,11 +2,13 @@
 // graph SVG, or the whole profile (samples, steps, GPU activity) as one Chrome trace.
 
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "query_args.hpp"
 #include "sprof/chrome_trace.hpp"
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
@@ -26,7 +28,32 @@ struct ExportFlags {
   bool gil = false;
   bool gzip = false;
   std::string title;
+  RunSelectionFlags run;
 };
+
+// --mode/--start-step/--end-step or --start-time/--end-time: the samples' windows, per process.
+Result<std::optional<std::vector<query::SampleWindow>>> selected_windows(const ExportFlags& f,
+                                                                         const store::ProfileSamples& profile) {
+  SPROF_TRY_STATUS(check_run_selection(f.run));
+  if (!f.run.steps() && !f.run.times()) return std::optional<std::vector<query::SampleWindow>>{};
+  if (!profile.manifest) return make_error(ErrorKind::usage, "{}: no sprof.json, so steps and times cannot select samples", f.dir);
+  std::vector<query::SampleWindow> windows;
+  if (f.run.steps()) {
+    SPROF_TRY(StepSelection steps, parse_step_selection(f.run));
+    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(f.dir));
+    windows = query::step_windows(timeline, steps.mode, steps.first, steps.last);
+    if (windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.dir);
+  } else {
+    SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
+    const store::Manifest& m = *profile.manifest;
+    auto to_ns = [&m](double us) { return static_cast<int64_t>(us * 1000.0) - m.clock_realtime_ns + m.clock_monotonic_ns; };
+    std::vector<int32_t> pids;
+    for (const auto& p : profile.processes) pids.push_back(p.log.pid());
+    windows = query::time_windows(pids, times.start_us ? to_ns(*times.start_us) : INT64_MIN,
+                                  times.end_us ? to_ns(*times.end_us) : INT64_MAX);
+  }
+  return std::optional<std::vector<query::SampleWindow>>{std::move(windows)};
+}
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -62,6 +89,7 @@ void add_export(CLI::App& app, CommandList& commands) {
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
   sub->add_flag("--idle", flags->idle, "Include idle samples");
   sub->add_flag("--gil", flags->gil, "Only samples of threads holding the GIL");
+  add_run_selection_options(sub, flags->run, "samples");
   sub->add_option("--title", flags->title, "Flame graph title (default: the directory and the filter)");
   sub->add_flag("--gzip", flags->gzip, "Compress the output with gzip (implied by an -o name ending .gz)");
 
@@ -71,6 +99,7 @@ void add_export(CLI::App& app, CommandList& commands) {
     query::SampleFilter filter;
     filter.include_idle = flags->idle;
     filter.gil_only = flags->gil;
+    SPROF_TRY(filter.windows, selected_windows(*flags, profile));
     if (flags->pid != 0) {
       filter.pid = flags->pid;
       bool known = std::any_of(profile.processes.begin(), profile.processes.end(),
@@ -89,6 +118,14 @@ void add_export(CLI::App& app, CommandList& commands) {
       parts.gpu = &gpu;
       parts.steps = timeline.ok() ? &*timeline : nullptr;
       parts.filter = filter;
+      if (filter.windows && !filter.windows->empty()) {
+        int64_t first = INT64_MAX, last = INT64_MIN;
+        for (const auto& w : *filter.windows) {
+          first = std::min(first, w.begin_ns);
+          last = std::max(last, w.end_ns);
+        }
+        parts.range_ns = std::make_pair(first, last);
+      }
       if (profile.manifest) parts.epoch_offset_ns = profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns;
       report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
       what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,

@@ -16,11 +16,7 @@ struct GpuFlags {
   std::string path;
   std::string view;
   int device = -1;
-  std::string mode;
-  std::string start_step;
-  std::string end_step;
-  std::string start_time;
-  std::string end_time;
+  RunSelectionFlags run;
   bool per_step = false;
   size_t limit = 0;
   int64_t kernel_wait_ns = 30;
@@ -38,39 +34,20 @@ Result<report::GpuSelection> selection_from(const GpuFlags& f, const report::Gpu
     bool known = std::any_of(input.trace.ops.begin(), input.trace.ops.end(), [&](const auto& op) { return op.device == f.device; });
     if (!known) return make_error(ErrorKind::usage, "--device {}: no GPU work on that device in {}", f.device, f.path);
   }
-  bool steps = !f.start_step.empty() || !f.end_step.empty() || !f.mode.empty();
-  bool times = !f.start_time.empty() || !f.end_time.empty();
-  if (steps && times) return make_error(ErrorKind::usage, "give steps (--start-step/--end-step/--mode) or times (--start-time/--end-time), not both");
-  if (steps) {
-    std::optional<Mode> mode;
-    if (!f.mode.empty()) mode = mode_from_name(f.mode);
-    std::optional<int64_t> first, last;
-    if (!f.start_step.empty()) {
-      SPROF_TRY(double v, parse_step_arg("--start-step", f.start_step, false));
-      if (v >= 0) first = int64_t(v);
-    }
-    if (!f.end_step.empty()) {
-      SPROF_TRY(double v, parse_step_arg("--end-step", f.end_step, true));
-      if (std::isfinite(v)) last = int64_t(v) - 1;  // smdebug's end step is exclusive
-    }
+  SPROF_TRY_STATUS(check_run_selection(f.run));
+  if (f.run.steps()) {
+    SPROF_TRY(StepSelection steps, parse_step_selection(f.run));
     if (input.steps.empty()) {
       return make_error(ErrorKind::usage, "{}: no steps are known ({}), so steps cannot select GPU work", f.path,
                         input.profile ? "the profile has no step markers" : "the trace has no ProfilerStep#N events");
     }
-    selection.windows = report::step_windows(input.steps, mode, first, last);
+    selection.windows = report::step_windows(input.steps, steps.mode, steps.first, steps.last);
     if (selection.windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.path);
   }
-  if (times) {
-    int64_t start = INT64_MIN, end = INT64_MAX;
-    if (!f.start_time.empty()) {
-      SPROF_TRY(double us, parse_time_arg("--start-time", f.start_time));
-      start = int64_t(us * 1000.0) - input.epoch_offset_ns;
-    }
-    if (!f.end_time.empty()) {
-      SPROF_TRY(double us, parse_time_arg("--end-time", f.end_time));
-      end = int64_t(us * 1000.0) - input.epoch_offset_ns;
-    }
-    if (end <= start) return make_error(ErrorKind::usage, "--end-time must be after --start-time");
+  if (f.run.times()) {
+    SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
+    const int64_t start = times.start_us ? int64_t(*times.start_us * 1000.0) - input.epoch_offset_ns : INT64_MIN;
+    const int64_t end = times.end_us ? int64_t(*times.end_us * 1000.0) - input.epoch_offset_ns : INT64_MAX;
     selection.windows.emplace_back(start, end);
   }
   return selection;
@@ -161,12 +138,7 @@ void add_gpu(CLI::App& app, CommandList& commands) {
       ->required()
       ->check(CLI::IsMember(kViews));
   sub->add_option("--device", f->device, "Only this device (the process's CUDA ordinal)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--mode", f->mode, "Only steps of this mode (train, eval, predict, global)")
-      ->check(CLI::IsMember(profile_mode_names()));
-  sub->add_option("--start-step", f->start_step, "First step (work that starts inside steps start..end-1)");
-  sub->add_option("--end-step", f->end_step, "End step (exclusive, as smdebug's)");
-  sub->add_option("--start-time", f->start_time, "Window start: epoch µs, or with a unit (1596585374.96s, ms)");
-  sub->add_option("--end-time", f->end_time, "Window end, as --start-time");
+  add_run_selection_options(sub, f->run, "GPU work");
   sub->add_flag("--per-step", f->per_step, "breakdown: one row per device and step");
   sub->add_option("--kernel-wait-ns", f->kernel_wait_ns,
                   "idle: gaps shorter than this are kernel wait (HTA's consecutive_kernel_delay; default 30)");

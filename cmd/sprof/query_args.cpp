@@ -1,5 +1,7 @@
 #include "query_args.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 
@@ -59,6 +61,55 @@ Result<double> parse_time_arg(const std::string& flag, const std::string& text) 
                       flag, text);
   }
   return *value * scale;
+}
+
+void add_run_selection_options(CLI::App* app, RunSelectionFlags& flags, const std::string& what) {
+  app->add_option("--mode", flags.mode, fmt::format("Only {} inside steps of this mode (train, eval, predict, global)", what))
+      ->check(CLI::IsMember(profile_mode_names()));
+  app->add_option("--start-step", flags.start_step,
+                  fmt::format("Only {} inside steps start..end-1 (work that starts inside them)", what));
+  app->add_option("--end-step", flags.end_step, "End step (exclusive, as smdebug's)");
+  app->add_option("--start-time", flags.start_time,
+                  fmt::format("Only {} from this time: epoch µs, or with a unit (1596585374.96s, ms)", what));
+  app->add_option("--end-time", flags.end_time, fmt::format("Only {} before this time, as --start-time", what));
+}
+
+Status check_run_selection(const RunSelectionFlags& flags) {
+  if (flags.steps() && flags.times()) {
+    return make_error(ErrorKind::usage,
+                      "give steps (--start-step/--end-step/--mode) or times (--start-time/--end-time), not both");
+  }
+  return {};
+}
+
+Result<StepSelection> parse_step_selection(const RunSelectionFlags& flags) {
+  StepSelection out;
+  if (!flags.mode.empty()) out.mode = mode_from_name(flags.mode);
+  if (!flags.start_step.empty()) {
+    SPROF_TRY(double v, parse_step_arg("--start-step", flags.start_step, false));
+    if (v >= 0) out.first = static_cast<int64_t>(v);
+  }
+  if (!flags.end_step.empty()) {
+    SPROF_TRY(double v, parse_step_arg("--end-step", flags.end_step, true));
+    if (std::isfinite(v)) out.last = static_cast<int64_t>(v) - 1;  // smdebug's end step is exclusive
+  }
+  return out;
+}
+
+Result<TimeSelection> parse_time_selection(const RunSelectionFlags& flags) {
+  TimeSelection out;
+  if (!flags.start_time.empty()) {
+    SPROF_TRY(double us, parse_time_arg("--start-time", flags.start_time));
+    out.start_us = us;
+  }
+  if (!flags.end_time.empty()) {
+    SPROF_TRY(double us, parse_time_arg("--end-time", flags.end_time));
+    out.end_us = us;
+  }
+  if (out.start_us && out.end_us && *out.end_us <= *out.start_us) {
+    return make_error(ErrorKind::usage, "--end-time must be after --start-time");
+  }
+  return out;
 }
 
 }  // namespace sprof::cli

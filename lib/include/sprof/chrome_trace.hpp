@@ -8,6 +8,8 @@
 // threads (consecutive samples that share a frame merge into one slice).
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 
 #include "sprof/gpu_trace.hpp"
@@ -22,6 +24,8 @@ struct ChromeTraceParts {
   const store::GpuTrace* gpu = nullptr;            // GPU activity (CLOCK_MONOTONIC); null: none
   const timeline::StepTimeline* steps = nullptr;   // null: none
   query::SampleFilter filter;                      // which samples become slices
+  // Only steps, CUDA calls and GPU work that overlap [first, second) (CLOCK_MONOTONIC ns); unset: all.
+  std::optional<std::pair<int64_t, int64_t>> range_ns;
   int64_t epoch_offset_ns = 0;                     // epoch ns = CLOCK_MONOTONIC ns + this
 };
 

@@ -8,7 +8,9 @@
 #include <optional>
 #include <vector>
 
+#include "sprof/modes.hpp"
 #include "sprof/sample_log.hpp"
+#include "sprof/step_timeline.hpp"
 
 namespace sprof::query {
 
@@ -39,6 +41,14 @@ struct SampleFilter {
   // Whether any of this process's samples can be kept (its pid and windows).
   bool keeps_process(int32_t process_pid) const;
 };
+
+// The windows of the steps of `steps` whose mode is `mode` (any when unset) and whose number lies
+// in first..last (inclusive; an unset bound is open), per process, sorted and disjoint.
+std::vector<SampleWindow> step_windows(const timeline::StepTimeline& steps, std::optional<Mode> mode,
+                                       std::optional<int64_t> first, std::optional<int64_t> last);
+
+// One window [begin_ns, end_ns) for each of `pids`.
+std::vector<SampleWindow> time_windows(const std::vector<int32_t>& pids, int64_t begin_ns, int64_t end_ns);
 
 // Calls fn, in time order, for the samples of `log` inside the filter's windows (all of them
 // without windows); fn still applies keeps().

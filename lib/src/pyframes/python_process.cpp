@@ -383,10 +383,12 @@ void CPythonProcess::take_speculation(std::vector<ThreadInfo>& threads, size_t g
 void CPythonProcess::validate_speculation(ThreadInfo& t) {
   const uint64_t leaf_at = reader_.leaf_pointer_address(t.ts);
   if (leaf_at != t.last_leaf_at) t.prefetch.has_leaf = false;
-  const uint64_t chunk_at = reader_.first_chunk_address(t.ts);
-  const uint64_t top = load_u64(t.ts, layout_.ts_datastack_chunk + 8);
-  if (chunk_at != t.last_chunk_at || top < chunk_at || top - chunk_at > t.prefetch.chunk.size()) {
-    t.prefetch.chunk.clear();
+  const uint64_t chunk_at = reader_.first_chunk_address(t.ts);  // 0 up to 3.10
+  if (chunk_at != 0) {
+    const uint64_t top = load_u64(t.ts, layout_.ts_datastack_chunk + 8);
+    if (chunk_at != t.last_chunk_at || top < chunk_at || top - chunk_at > t.prefetch.chunk.size()) {
+      t.prefetch.chunk.clear();
+    }
   }
   t.prefetched = (leaf_at == 0 || t.prefetch.has_leaf) && (chunk_at == 0 || !t.prefetch.chunk.empty());
 }

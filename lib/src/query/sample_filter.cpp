@@ -12,6 +12,42 @@ bool SampleFilter::keeps_process(int32_t process_pid) const {
   return std::any_of(windows->begin(), windows->end(), [&](const SampleWindow& w) { return w.pid == process_pid; });
 }
 
+std::vector<SampleWindow> step_windows(const timeline::StepTimeline& steps, std::optional<Mode> mode,
+                                       std::optional<int64_t> first, std::optional<int64_t> last) {
+  std::vector<SampleWindow> out;
+  for (const timeline::ProcessTimeline& p : steps.processes) {
+    const size_t from = out.size();
+    for (const timeline::Step& s : p.steps) {
+      if (mode && s.mode != *mode) continue;
+      if ((first && s.step < *first) || (last && s.step > *last)) continue;
+      out.push_back({p.pid, s.begin_ns, s.end_ns});
+    }
+    // Steps of one process run one after the other, but a step cut at the next may touch it.
+    std::sort(out.begin() + static_cast<long>(from), out.end(),
+              [](const SampleWindow& a, const SampleWindow& b) { return a.begin_ns < b.begin_ns; });
+    size_t kept = from;
+    for (size_t i = from; i < out.size(); ++i) {
+      if (kept > from && out[i].begin_ns <= out[kept - 1].end_ns) {
+        out[kept - 1].end_ns = std::max(out[kept - 1].end_ns, out[i].end_ns);
+      } else {
+        out[kept++] = out[i];
+      }
+    }
+    out.resize(kept);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SampleWindow& a, const SampleWindow& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::vector<SampleWindow> time_windows(const std::vector<int32_t>& pids, int64_t begin_ns, int64_t end_ns) {
+  std::vector<SampleWindow> out;
+  for (int32_t pid : pids) out.push_back({pid, begin_ns, end_ns});
+  std::sort(out.begin(), out.end(), [](const SampleWindow& a, const SampleWindow& b) { return a.pid < b.pid; });
+  out.erase(std::unique(out.begin(), out.end(), [](const SampleWindow& a, const SampleWindow& b) { return a.pid == b.pid; }),
+            out.end());
+  return out;
+}
+
 void for_each_window_sample(const SampleFilter& filter, const store::SampleLog& log,
                             const std::function<void(const store::SampleRecord&)>& fn) {
   if (!filter.windows) {

@@ -16,6 +16,11 @@
 namespace sprof::report {
 namespace {
 
+// Whether an event [begin, end) overlaps the trace's range, when it has one.
+bool in_range(const ChromeTraceParts& parts, int64_t begin_ns, int64_t end_ns) {
+  return !parts.range_ns || (end_ns >= parts.range_ns->first && begin_ns < parts.range_ns->second);
+}
+
 using store::append_json_string;
 
 class TraceText {
@@ -196,6 +201,7 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
     for (const timeline::ProcessTimeline& p : parts.steps->processes) {
       if (!parts.filter.keeps_process(p.pid)) continue;
       for (const timeline::Step& s : p.steps) {
+        if (!in_range(parts, s.begin_ns, s.end_ns)) continue;
         t.complete("user_annotation", mode_keys(s.mode), p.pid, s.tid != 0 ? s.tid : p.pid, s.begin_ns, s.end_ns);
         fmt::format_to(std::back_inserter(out), ", \"args\": {{\"step_num\": {}, \"global_step\": {}}}}}", s.step, s.global_step);
         ++counts.steps;
@@ -225,12 +231,14 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
     };
     std::unordered_map<int64_t, const store::GpuApiCall*> launch;
     for (const store::GpuApiCall& call : gpu->api_calls) {
+      if (!in_range(parts, call.start_ns, call.end_ns)) continue;
       t.complete(call.driver ? "cuda_driver" : "cuda_runtime", call.name, call.pid, call.tid, call.start_ns, call.end_ns);
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"correlation\": {}}}}}", call.correlation);
       ++counts.api_calls;
       if (call.correlation != 0) launch.emplace(flow_id(call.pid, call.correlation), &call);
     }
     for (const store::GpuOp& op : gpu->ops) {
+      if (!in_range(parts, op.start_ns, op.end_ns)) continue;
       int64_t pid = gpu_pid[{op.pid, op.device}];
       if (!streams_named[pid * 1'000'000 + op.stream]) {
         streams_named[pid * 1'000'000 + op.stream] = true;
@@ -267,6 +275,7 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
       }
     }
     for (const store::GpuSync& sync : gpu->syncs) {
+      if (!in_range(parts, sync.start_ns, sync.end_ns)) continue;
       // kineto moves stream syncs off the stream's row so they do not overlap its kernels.
       t.complete("cuda_sync", sync.kind, sync.pid, sync.tid, sync.start_ns, sync.end_ns);
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"cuda_sync_kind\": ");
@@ -274,6 +283,7 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
       fmt::format_to(std::back_inserter(out), ", \"stream\": {}, \"correlation\": {}}}}}", sync.stream, sync.correlation);
     }
     for (const store::GpuOverhead& o : gpu->overheads) {
+      if (!in_range(parts, o.start_ns, o.end_ns)) continue;
       t.complete("overhead", o.name, o.pid, 0, o.start_ns, o.end_ns);
       out += "}";
     }
