@@ -55,7 +55,8 @@
                  D.sampling.thread_samples + " thread samples, " + (100 * D.sampling.invalid_share).toFixed(2) + " % invalid"]);
     }
     (A.own_costs || []).forEach(function (c) {
-      rows.push(["sprof's own cost: " + c.name, seconds(c.cpu_s) + " CPU over " + seconds(c.wall_s) + " (" + pct(c.core_share) + " of a core)"]);
+      rows.push(["sprof's own cost: " + c.name + (c.after_sampling ? " (after the job)" : ""),
+                 seconds(c.cpu_s) + " CPU over " + seconds(c.wall_s) + " (" + pct(c.core_share) + " of a core)"]);
     });
     table(section("job"), ["", ""], rows, "kv");
     note(section("job"), (A.warnings || []).join("; "));
