@@ -40,6 +40,7 @@ sprof_stage(query DEPS intervals store timeline
 sprof_stage(rules DEPS store
   HEADERS rules)
 sprof_stage(report DEPS query rules store timeline
-  HEADERS analyze chrome_trace gpu_report report_views sample_report)
+  HEADERS analyze chrome_trace gpu_report marker_stats report_views sample_report)
 sprof_stage(render DEPS pyframes query report rules store
-  HEADERS analyze_render dump_render gpu_render pstats_table record_render rules_render stats_render text_table)
+  HEADERS analyze_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
+          text_table)

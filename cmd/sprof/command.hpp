@@ -47,6 +47,7 @@ void add_by_phase(CLI::App& app, CommandList& commands);
 void add_sysmon(CLI::App& app, CommandList& commands);
 void add_stats_dirs(CLI::App& app, CommandList& commands);
 void add_analyze(CLI::App& app, CommandList& commands);
+void add_markers(CLI::App& app, CommandList& commands);
 void add_gpu(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

@@ -13,6 +13,7 @@ void add_all_commands(CLI::App& app, CommandList& commands) {
   add_dump(app, commands);
   add_rules(app, commands);
   add_analyze(app, commands);
+  add_markers(app, commands);
   add_gpu(app, commands);
   add_sysmon(app, commands);
   add_stats_dirs(app, commands);

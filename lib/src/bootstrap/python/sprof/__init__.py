@@ -374,6 +374,21 @@ def mark(name, scope="process", domain=None):
         _report(e)
 
 
+def dumps(reset=False, format="table", sort_by="total", ascending=False):
+    """What this process recorded so far, aggregated, as MXNet's profiler.dumps: steps per mode
+    (count, total, min, max and average time in ms), markers (count) and counters (count, min,
+    max, average and last value). format "table" or "json"; sort_by "total", "avg", "min", "max"
+    or "count"; reset=True starts the aggregates afresh. `sprof markers DIR` prints the same table
+    after the run. Empty outside `sprof record`."""
+    from . import _stats
+    return _stats.dumps(reset, format, sort_by, ascending)
+
+
+def dump(reset=False, format="table", sort_by="total", ascending=False, file=None):
+    """Print dumps(...) (to sys.stdout, or file)."""
+    (file or _sys.stdout).write(dumps(reset, format, sort_by, ascending))
+
+
 def close():
     """Close the hook now, as smdebug's hook.close(): the open step ends and POST_HOOK_CLOSE
     starts. Runs by itself at interpreter exit."""

@@ -10,6 +10,7 @@ import os
 import sys
 
 from . import _channel as ch
+from . import _stats
 
 TRAIN, EVAL, PREDICT, GLOBAL = 1, 2, 3, 4
 MODE_NAMES = {TRAIN: b"train", EVAL: b"eval", PREDICT: b"predict", GLOBAL: b"global"}
@@ -24,6 +25,7 @@ global_step = -1
 open_mode = 0      # mode of the open step, 0 when none is open
 open_step = -1
 open_global = -1
+open_t = 0         # when the open step began
 forward_done = False
 paused = False
 cprof = None       # sprof._cprofile in deterministic mode (--python-profiler cprofile)
@@ -69,7 +71,7 @@ def set_mode(m, t=None):
 
 def begin_step(m, step=None, t=None):
     """Start a step of mode m (ending the open one); step overrides the mode's own counter."""
-    global global_step, open_mode, open_step, open_global, forward_done
+    global global_step, open_mode, open_step, open_global, forward_done, open_t
     if t is None:
         t = mono()
     if open_mode:
@@ -79,7 +81,7 @@ def begin_step(m, step=None, t=None):
     n = mode_steps[m] + 1 if step is None else step
     mode_steps[m] = n
     global_step += 1
-    open_mode, open_step, open_global, forward_done = m, n, global_step, False
+    open_mode, open_step, open_global, forward_done, open_t = m, n, global_step, False, t
     send(b"sb %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], n, global_step))
     if cprof is not None:
         cprof.step_begin(MODE_TEXT[m], global_step, t)
@@ -93,6 +95,7 @@ def end_step(t=None):
         t = mono()
     m, open_mode = open_mode, 0
     send(b"se %d %s %s %d %d\n" % (t, who(), MODE_NAMES[m], open_step, open_global))
+    _stats.step(MODE_TEXT[m], t - open_t)
     if cprof is not None:
         cprof.step_end(MODE_TEXT[m], open_global, t)
 
@@ -130,11 +133,13 @@ def counter(domain, name, value):
         value = float(value)
     text = b"%d" % value if isinstance(value, int) else repr(float(value)).encode()
     send(b"ctr %d %s %s %s %s\n" % (mono(), who(), ch.esc(domain), ch.esc(name), text))
+    _stats.counter(domain, name, value)
 
 
 def mark(domain, name, scope):
     send(b"mark %d %s %s %s %s\n" % (
         mono(), who(), ch.esc(domain), ch.esc(name), SCOPES.get(scope, b"p")))
+    _stats.marker(domain, name)
 
 
 def framework(name, version):

@@ -1,0 +1,78 @@
+// sprof markers DIR / sprof.dumps(): the aggregates of steps, markers and counters of a process.
+
+#include "sprof/marker_stats.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "sprof/modes.hpp"
+
+namespace sprof::report {
+
+namespace {
+
+void add(std::map<std::string, MarkerStatRow>& rows, const std::string& name, double value) {
+  auto [it, added] = rows.try_emplace(name);
+  MarkerStatRow& r = it->second;
+  if (added) {
+    r.name = name;
+    r.min = r.max = value;
+  }
+  ++r.count;
+  r.total += value;
+  r.min = std::min(r.min, value);
+  r.max = std::max(r.max, value);
+  r.last = value;
+}
+
+double sort_key(const MarkerStatRow& r, MarkerSort sort) {
+  switch (sort) {
+    case MarkerSort::total: return r.total;
+    case MarkerSort::avg: return r.avg;
+    case MarkerSort::min: return r.min;
+    case MarkerSort::max: return r.max;
+    case MarkerSort::count: return static_cast<double>(r.count);
+  }
+  return r.total;
+}
+
+std::vector<MarkerStatRow> sorted(const std::map<std::string, MarkerStatRow>& rows, MarkerSort sort, bool ascending) {
+  std::vector<MarkerStatRow> out;
+  for (const auto& [name, r] : rows) {
+    out.push_back(r);
+    out.back().avg = r.total / static_cast<double>(r.count);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const MarkerStatRow& a, const MarkerStatRow& b) {
+    const double ka = sort_key(a, sort), kb = sort_key(b, sort);
+    if (ka != kb) return ascending ? ka < kb : ka > kb;
+    return a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace
+
+MarkerStats marker_stats(const timeline::ProcessTimeline& process, MarkerSort sort, bool ascending) {
+  std::map<std::string, MarkerStatRow> steps, markers, counters;
+  for (const timeline::Step& s : process.steps) {
+    // The bootstrap measures a step from its begin marker's time to its end marker's, in ns,
+    // and sums whole nanoseconds before it divides: the same here, so both print the same digits.
+    add(steps, std::string(to_string(s.mode)), static_cast<double>(s.end_ns - s.begin_ns));
+  }
+  for (auto& [name, r] : steps) {
+    r.total /= 1e6;
+    r.min /= 1e6;
+    r.max /= 1e6;
+    r.last /= 1e6;
+  }
+  for (const timeline::InstantEvent& e : process.instants) add(markers, e.domain + ":" + e.name, 1);
+  for (const timeline::CounterValue& c : process.counters) add(counters, c.domain + ":" + c.name, c.value);
+  MarkerStats out;
+  out.pid = process.pid;
+  out.steps = sorted(steps, sort, ascending);
+  out.markers = sorted(markers, MarkerSort::count, ascending);
+  out.counters = sorted(counters, sort, ascending);
+  return out;
+}
+
+}  // namespace sprof::report
