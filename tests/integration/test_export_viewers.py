@@ -18,11 +18,10 @@ import collections
 import json
 import os
 import re
-import shutil
-import subprocess
 import unittest
 import xml.etree.ElementTree as ET
 
+from browser_testlib import BrowserTestCase, screenshots_dir
 from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
 
 PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
@@ -159,22 +158,6 @@ document.getElementById("f").addEventListener("load", function () {
 """
 
 
-def chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-class BrowserTestCase(TempDirTestCase):
-    def setUp(self):
-        super().setUp()
-        if not chromium():
-            self.skipTest("no chromium (scripts/install-deps installs Debian's package)")
-
-    def browser(self, *args):
-        return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                               "--user-data-dir=" + os.path.join(self.tmp, "chromium")] + list(args),
-                              capture_output=True, text=True, timeout=120)
-
-
 class FlamegraphBrowserTest(BrowserTestCase):
     def test_opens_and_responds_in_chromium(self):
         svg = os.path.join(self.tmp, "graph.svg")
@@ -182,16 +165,8 @@ class FlamegraphBrowserTest(BrowserTestCase):
         collapsed, total = collapsed_tree(run_sprof("export", PROFILE, "-f", "collapsed", check=0).stdout)
         busy = sum(n for path, n in collapsed.items() if path[-1].startswith("busy (")
                    and not any(p.startswith("busy (") for p in path[:-1]))
-        with open(os.path.join(self.tmp, "harness.html"), "w") as f:
-            f.write(HARNESS)
-        proc = self.browser("--allow-file-access-from-files", "--virtual-time-budget=10000",
-                            "--enable-logging=stderr", "--v=0", "--dump-dom",
-                            "file://" + os.path.join(self.tmp, "harness.html"))
-        m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, re.S)
-        self.assertIsNotNone(m, "no result in the page (stderr: %s)" % proc.stderr[-2000:])
-        r = json.loads(m.group(1))
+        r, console = self.run_harness(HARNESS)
         self.assertNotIn("error", r)
-        console = [l for l in proc.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
         self.assertEqual(console, [], "console messages")
         _, paths, _ = svg_tree(svg)
         self.assertEqual(r["frames"], len(paths) + 1)  # and the root
@@ -205,9 +180,7 @@ class FlamegraphBrowserTest(BrowserTestCase):
         self.assertTrue(r["reset_shown"])
         self.assertEqual(r["unzoomed_frames"], r["frames"])
 
-        shots = os.path.join(os.environ.get("SPROF_BINARY_DIR", self.tmp), "test-screenshots")
-        os.makedirs(shots, exist_ok=True)
-        png = os.path.join(shots, "flamegraph.png")
+        png = os.path.join(screenshots_dir(self.tmp), "flamegraph.png")
         proc = self.browser("--hide-scrollbars", "--window-size=1200,600", "--screenshot=" + png, "file://" + svg)
         self.assertTrue(os.path.getsize(png) > 10000, proc.stderr[-2000:])
 
@@ -263,10 +236,8 @@ class SpeedscopeBrowserTest(BrowserTestCase):
         m = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, re.S)
         self.assertIsNotNone(m, "speedscope did not show the sandwich view (stderr: %s)" % proc.stderr[-2000:])
         probe = json.loads(m.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&"))
-        shots = os.path.join(os.environ.get("SPROF_BINARY_DIR", self.tmp), "test-screenshots")
-        os.makedirs(shots, exist_ok=True)
         self.browser("--allow-file-access-from-files", "--virtual-time-budget=5000", "--hide-scrollbars",
-                     "--window-size=1200,800", "--screenshot=" + os.path.join(shots, screenshot), url)
+                     "--window-size=1200,800", "--screenshot=" + os.path.join(screenshots_dir(self.tmp), screenshot), url)
         return imported, probe
 
     def heaviest_self_weight(self, path):

@@ -8,11 +8,10 @@ tests/golden/profiles/train; a screenshot of the whole page goes under the build
 import json
 import os
 import re
-import shutil
-import subprocess
 import unittest
 
-from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
+from browser_testlib import BrowserTestCase, screenshots_dir
+from sprof_testlib import SOURCE_DIR, run_sprof
 
 PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
 
@@ -47,21 +46,7 @@ document.getElementById("f").addEventListener("load", function () {
 """
 
 
-def chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-class ReportHtmlTest(TempDirTestCase):
-    def setUp(self):
-        super().setUp()
-        if not chromium():
-            self.skipTest("no chromium (scripts/install-deps installs Debian's package)")
-
-    def browser(self, *args):
-        return subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                               "--user-data-dir=" + os.path.join(self.tmp, "chromium")] + list(args),
-                              capture_output=True, text=True, timeout=120)
-
+class ReportHtmlTest(BrowserTestCase):
     def test_report_opens_and_responds(self):
         page = os.path.join(self.tmp, "report.html")
         proc = run_sprof("report", PROFILE, "-o", page, check=0)
@@ -72,16 +57,8 @@ class ReportHtmlTest(TempDirTestCase):
         self.assertIsNone(re.search(r'<(script|link|img)[^>]+(src|href)=', html))
         self.assertLess(len(html), 5e6)
         analyze = json.loads(run_sprof("analyze", "-f", "json", PROFILE, check=0).stdout)
-        with open(os.path.join(self.tmp, "harness.html"), "w") as f:
-            f.write(HARNESS)
-        proc = self.browser("--allow-file-access-from-files", "--virtual-time-budget=10000", "--window-size=1280,1000",
-                            "--enable-logging=stderr", "--v=0", "--dump-dom",
-                            "file://" + os.path.join(self.tmp, "harness.html"))
-        m = re.search(r'<pre id="result">(.*?)</pre>', proc.stdout, re.S)
-        self.assertIsNotNone(m, "no result (stderr: %s)" % proc.stderr[-2000:])
-        r = json.loads(m.group(1))
+        r, console = self.run_harness(HARNESS)
         self.assertNotIn("error", r)
-        console = [l for l in proc.stderr.splitlines() if "CONSOLE" in l]
         self.assertEqual(console, [], "console messages")
         self.assertEqual(r["resources"], [], "the page fetched something")
         # Views: the whole run twice, every mode, every phase, every step.
@@ -106,9 +83,7 @@ class ReportHtmlTest(TempDirTestCase):
         self.assertNotEqual(r["root_step"], r["root"])
         self.assertGreater(r["hits"], 0)
 
-        shots = os.path.join(os.environ.get("SPROF_BINARY_DIR", self.tmp), "test-screenshots")
-        os.makedirs(shots, exist_ok=True)
-        png = os.path.join(shots, "report.png")
+        png = os.path.join(screenshots_dir(self.tmp), "report.png")
         self.browser("--hide-scrollbars", "--window-size=1280,3200", "--virtual-time-budget=5000",
                      "--screenshot=" + png, "file://" + page)
         self.assertGreater(os.path.getsize(png), 50000)

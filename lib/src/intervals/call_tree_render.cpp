@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprof/interval_stats.hpp"
+#include "sprof/markup.hpp"
 
 namespace sprof::intervals {
 namespace {
@@ -73,20 +74,6 @@ Json root_json(const store::SampleLog& log, const IntervalStats& stats) {
   return j;
 }
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 void html_node(const store::SampleLog& log, const IntervalStats& stats, uint32_t node, double total,
                std::string& out) {
   const CallTreeNode& n = stats.tree[node];
@@ -94,7 +81,7 @@ void html_node(const store::SampleLog& log, const IntervalStats& stats, uint32_t
   double share = total > 0 ? 100.0 * n.time_s / total : 0.0;
   std::string label = fmt::format("<span class=t>{:.3f}</span> <span class=p>{:.1f}%</span> {} "
                                   "<span class=f>{}:{}</span>",
-                                  n.time_s, share, html_escape(fn.name), html_escape(short_path(fn.file)),
+                                  n.time_s, share, markup_escaped(fn.name), markup_escaped(short_path(fn.file)),
                                   fn.first_line);
   if (n.children.empty()) {
     out += "<div class=leaf>" + label + "</div>\n";
@@ -125,12 +112,12 @@ std::string render_tree_html(const store::ProfileSamples& profile, const Process
                              const IntervalStats& stats, PythonTimer timer) {
   const store::SampleLog& log = profile.processes.at(interval.process).log;
   std::string out =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html_escape(interval.dir_name) +
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + markup_escaped(interval.dir_name) +
       "</title>\n<style>body{font:13px monospace}details,div.leaf{margin-left:1.5em}"
       ".t{color:#a00}.p{color:#555}.f{color:#777}</style></head><body>\n";
   out += fmt::format("<h3>{}</h3>\n<p>node {}, pid {}: {} samples, {:.3f} s ({}), program {}</p>\n",
-                     html_escape(interval.dir_name), html_escape(interval.node_id), interval.pid, stats.samples,
-                     stats.seconds, to_string(timer), html_escape(program_of(profile, interval)));
+                     markup_escaped(interval.dir_name), markup_escaped(interval.node_id), interval.pid, stats.samples,
+                     stats.seconds, to_string(timer), markup_escaped(program_of(profile, interval)));
   if (stats.tree.empty() || stats.tree[0].children.empty()) {
     out += "<p>No samples in this interval.</p>\n";
   } else {

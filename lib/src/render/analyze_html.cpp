@@ -9,24 +9,13 @@
 
 #include "render/report_assets.hpp"
 #include "sprof/analyze_render.hpp"
+#include "sprof/markup.hpp"
 
 namespace sprof::render {
 
 namespace {
 
 using nlohmann::ordered_json;
-
-void escape_html(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-}
 
 ordered_json flame_json(const report::FlameNode& n) {
   ordered_json j;
@@ -105,7 +94,7 @@ std::string analyze_html(const report::AnalyzeReport& report, const report::Repo
   const std::string title = "sprof report: " + report.dir.string();
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>";
-  escape_html(out, title);
+  append_markup_escaped(out, title);
   out += "</title>\n<style>\n";
   out += assets::uplot_css;
   out += "\n";
@@ -121,7 +110,7 @@ std::string analyze_html(const report::AnalyzeReport& report, const report::Repo
   out += "\n</script>\n<script>\n";
   out += assets::uplot_js;
   out += "\n</script>\n</head>\n<body>\n<h1>";
-  escape_html(out, title);
+  append_markup_escaped(out, title);
   out += "</h1>\n<nav><a href=\"#job\">Job</a><a href=\"#steps\">Steps</a><a href=\"#system\">System</a>"
          "<a href=\"#flame\">Flame graph</a><a href=\"#functions\">Functions</a><a href=\"#phases\">Phases</a>"
          "<a href=\"#rules\">Rules</a><a href=\"#gpu\">GPU</a></nav>\n"

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "sprof/markup.hpp"
 #include "sprof/sample_report.hpp"
 
 namespace sprof::report {
@@ -25,25 +26,6 @@ struct Node {
   uint64_t samples = 0;
   std::map<std::string, std::unique_ptr<Node>> children;  // by name: the graph is sorted by name, as flamegraph.pl's
 };
-
-void escape_xml(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even as references.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
-          out += ' ';
-        } else {
-          out += c;
-        }
-    }
-  }
-}
 
 // At most `bytes` bytes of `text`, not cutting a UTF-8 sequence.
 std::string_view utf8_prefix(std::string_view text, size_t bytes) {
@@ -97,7 +79,7 @@ void emit(const Node& n, uint64_t x, size_t depth, const Layout& l, std::string&
   const double y_px = l.top_px + static_cast<double>(l.depth - 1 - depth) * l.frame_px;
   const double pct = 100.0 * static_cast<double>(n.samples) / static_cast<double>(l.total);
   out += fmt::format("<g class=\"f\" data-x=\"{}\" data-w=\"{}\" data-d=\"{}\"><title>", x, n.samples, depth);
-  escape_xml(out, n.name);
+  append_markup_escaped(out, n.name);
   out += fmt::format(" ({} samples, {:.2f}%)</title><rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" "
                      "fill=\"{}\" rx=\"2\" ry=\"2\"/><text x=\"{:.2f}\" y=\"{:.1f}\">",
                      n.samples, pct, x_px, y_px, w_px, l.frame_px - 1, colour(n.name), x_px + 3,
@@ -107,9 +89,9 @@ void emit(const Node& n, uint64_t x, size_t depth, const Layout& l, std::string&
   const long chars = static_cast<long>(std::floor((w_px - 6) / 7));
   if (chars >= 3) {
     if (n.name.size() <= static_cast<size_t>(chars)) {
-      escape_xml(out, n.name);
+      append_markup_escaped(out, n.name);
     } else {
-      escape_xml(out, utf8_prefix(n.name, static_cast<size_t>(chars - 2)));
+      append_markup_escaped(out, utf8_prefix(n.name, static_cast<size_t>(chars - 2)));
       out += "..";
     }
   }
@@ -252,7 +234,7 @@ uint64_t write_flamegraph_svg(const store::ProfileSamples& profile, const Sample
          "#title{font-size:17px;text-anchor:middle}</style>\n";
   out += fmt::format("<rect x=\"0\" y=\"0\" width=\"{:.0f}\" height=\"{:.0f}\" fill=\"#f8f8f8\"/>\n", l.width_px, height);
   out += fmt::format("<text id=\"title\" x=\"{:.0f}\" y=\"24\">", l.width_px / 2);
-  escape_xml(out, options.title);
+  append_markup_escaped(out, options.title);
   out += "</text>\n";
   out += fmt::format("<text id=\"unzoom\" class=\"button hide\" x=\"{:.0f}\" y=\"24\">Reset zoom</text>\n", l.pad);
   out += fmt::format("<text id=\"search\" class=\"button\" x=\"{:.0f}\" y=\"24\" text-anchor=\"end\">Search</text>\n",
