@@ -52,9 +52,12 @@ void PthreadTids::lookup(std::span<const uint64_t> pthreads, std::span<const pid
     if (!discover(pthreads, known_tids)) return;
   }
   if (!offset_) return;
-  std::vector<int32_t> values(pthreads.size(), 0);
-  std::vector<RemoteMemory::Piece> pieces;
-  std::vector<size_t> index;
+  std::vector<int32_t>& values = values_;
+  std::vector<RemoteMemory::Piece>& pieces = pieces_;
+  std::vector<size_t>& index = index_;
+  values.assign(pthreads.size(), 0);
+  pieces.clear();
+  index.clear();
   for (size_t i = 0; i < pthreads.size(); ++i) {
     if (pthreads[i] == 0) continue;
     pieces.push_back({pthreads[i] + *offset_, &values[i], 4});

@@ -31,6 +31,10 @@ class PthreadTids {
   const RemoteMemory& mem_;
   std::optional<uint64_t> offset_;
   int attempts_ = 0;
+  // Reused by lookup() so that it allocates nothing once warm.
+  std::vector<int32_t> values_;
+  std::vector<RemoteMemory::Piece> pieces_;
+  std::vector<size_t> index_;
 };
 
 }  // namespace sprof::pyframes

@@ -154,6 +154,7 @@ class CPythonProcess final : public PythonProcess {
   std::unordered_map<uint64_t, KeptFrames> direct_frames_;
   std::vector<PieceOwner> piece_owners_;
   std::vector<pid_t> scratch_tids_;
+  std::vector<std::vector<Frame>> spare_frames_;  // see sample()
   std::vector<uint64_t> scratch_pthreads_;
 };
 
@@ -549,6 +550,8 @@ Status CPythonProcess::check_layout() {
 }
 
 Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadStack>& out, ReadStats& stats) {
+  // Last sample's frame vectors are kept for this one's stacks: a warm sampler allocates nothing.
+  for (ThreadStack& s : out) spare_frames_.push_back(std::move(s.frames));
   out.clear();
   struct CountReads {
     const RemoteMemory& mem;
@@ -605,6 +608,10 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
   for (size_t index = 0; index < threads_.size(); ++index) {
     ThreadInfo& t = threads_[index];
     ThreadStack stack;
+    if (!spare_frames_.empty()) {
+      stack.frames = std::move(spare_frames_.back());
+      spare_frames_.pop_back();
+    }
     stack.python_thread_id = t.pthread;
     stack.native_tid = t.tid;
     stack.on_cpu = t.on_cpu;

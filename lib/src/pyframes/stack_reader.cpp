@@ -19,6 +19,32 @@ constexpr uint8_t kOwnedByCStack = 3;  // 3.12+: entry/trampoline frames on the 
 
 }  // namespace
 
+void StackReader::FrameSet::clear() {
+  if (keys_.empty()) {
+    keys_.assign(kSlots, 0);
+    gens_.assign(kSlots, 0);
+  }
+  if (++gen_ == 0) {  // wrapped: stamps of 2^32 walks ago would look current
+    std::fill(gens_.begin(), gens_.end(), 0);
+    gen_ = 1;
+  }
+  size_ = 0;
+}
+
+bool StackReader::FrameSet::insert(uint64_t address) {
+  static_assert((kSlots & (kSlots - 1)) == 0, "a power of two");
+  if (size_ + 1 >= kSlots) return false;  // a walk is cut at kMaxFrames long before
+  size_t i = static_cast<size_t>(((address >> 4) * 0x9E3779B97F4A7C15ull) >> 40) & (kSlots - 1);
+  while (gens_[i] == gen_) {
+    if (keys_[i] == address) return false;
+    i = (i + 1) & (kSlots - 1);
+  }
+  gens_[i] = gen_;
+  keys_[i] = address;
+  ++size_;
+  return true;
+}
+
 uint64_t StackReader::leaf_pointer_address(const std::vector<uint8_t>& ts) const {
   if (layout_.frame_model != FrameModel::cframe) return 0;
   uint64_t cframe = load_u64(ts, layout_.ts_cframe);
@@ -145,7 +171,7 @@ StackReader::Outcome StackReader::walk_frame_objects(uint64_t frame) {
       truncated_ = true;
       break;
     }
-    if (!seen_.insert(frame).second) return fail("cycle in the frame chain");
+    if (!seen_.insert(frame)) return fail("cycle in the frame chain");
     const uint8_t* p = direct_frame(frame);
     if (p == nullptr) return fail("unreadable frame");
     int64_t refcount = load<int64_t>(p, 0);
@@ -262,7 +288,7 @@ StackReader::Outcome StackReader::walk_interpreter_frames(uint64_t frame, const 
       last_chunk = chunk_index;
       last_address = frame;
     } else if (owner == kOwnedByGenerator || (owner == kOwnedByCStack && layout_.minor >= 12)) {
-      if (!seen_.insert(frame).second) return fail("cycle in the frame chain");
+      if (!seen_.insert(frame)) return fail("cycle in the frame chain");
     } else {
       return fail("frame with an impossible owner");
     }

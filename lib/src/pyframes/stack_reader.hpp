@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -165,7 +164,21 @@ class StackReader {
   std::vector<uint64_t> link_addresses_;
   std::vector<RemoteMemory::Region> link_regions_;
   std::vector<size_t> link_offsets_;
-  std::unordered_set<uint64_t> seen_;
+  // The frames met in this walk (a cycle means a torn read): open addressing with a generation
+  // per walk, so that a walk neither clears a table nor allocates a node per frame.
+  class FrameSet {
+   public:
+    void clear();
+    bool insert(uint64_t address);  // false when already there (or, never in practice, full)
+
+   private:
+    static constexpr size_t kSlots = 2 * kMaxFrames;  // a walk stops at kMaxFrames frames
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> gens_;
+    uint32_t gen_ = 0;
+    size_t size_ = 0;
+  };
+  FrameSet seen_;
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
   std::vector<const CodeRecord*> records_;  // per code_addresses_ entry
