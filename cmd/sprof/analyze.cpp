@@ -66,6 +66,16 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   return fail_on_exit_code(report.rules, fail_on, options.fail_on);
 }
 
+// What the page holds, shared by analyze and report: rule parameters, idle samples, top functions.
+void add_content_options(CLI::App* sub, AnalyzeCommandOptions& options) {
+  sub->add_option("-p,--param", options.params,
+                  "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
+  sub->add_flag("--idle", options.idle, "Count idle samples in the top functions and job phases");
+  sub->add_option("--top", options.top, "Functions in the top-functions table")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
 }  // namespace
 
 void add_analyze(CLI::App& app, CommandList& commands) {
@@ -77,14 +87,9 @@ void add_analyze(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   sub->add_flag("--json", options->json, "Short for --format json");
-  sub->add_option("-p,--param", options->params,
-                  "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
+  add_content_options(sub, *options);
   sub->add_option("--fail-on", options->fail_on,
                   "Exit with status 3 when one of these rules finds issues: any, or RULE[,RULE...]");
-  sub->add_flag("--idle", options->idle, "Count idle samples in the top functions and job phases");
-  sub->add_option("--top", options->top, "Functions in the top-functions table")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
   sub->add_option("--slowest", options->slowest, "Slowest steps to break down")->capture_default_str();
   sub->add_option("--html", options->html, "Also write the HTML report (as sprof report) to this file");
   commands.push_back(Command{sub, [options] { return run_analyze(*options); }});
@@ -96,12 +101,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
                 "graphs of the run, each mode, phase and step, functions, rules, GPU");
   report_sub->add_option("DIR", report_options->profile_dir, "Profile directory (sprof's or smdebug's)")->required();
   report_sub->add_option("-o,--output", report_options->html, "The HTML file to write")->capture_default_str();
-  report_sub->add_option("-p,--param", report_options->params,
-                         "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
-  report_sub->add_flag("--idle", report_options->idle, "Count idle samples in the top functions and job phases");
-  report_sub->add_option("--top", report_options->top, "Functions in the top-functions table")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
     SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options)));
     SPROF_TRY_STATUS(write_html(report, report_options->html));
