@@ -44,3 +44,5 @@ sprof_stage(report DEPS query rules store timeline
 sprof_stage(render DEPS pyframes query report rules store
   HEADERS analyze_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
           text_table)
+sprof_stage(traces DEPS launch report store timeline
+  HEADERS trace_windows)

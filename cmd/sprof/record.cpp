@@ -17,6 +17,7 @@
 #include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/sysmon.hpp"
+#include "sprof/trace_windows.hpp"
 #include "window_flags.hpp"
 
 namespace sprof::cli {
@@ -39,7 +40,27 @@ struct RecordFlags {
   std::string python_timer = "total_time";  // per-interval stats directories
   std::string gpu = "auto";
   std::string cupti;
+  // Per-step Chrome traces on a schedule, named like Composer's profiler's.
+  std::string trace_schedule;
+  traces::TraceWindowsOptions traces;
 };
+
+// --trace-schedule and its companions: the hook, or nothing without a schedule.
+Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(const RecordFlags& flags, const CLI::App& sub) {
+  if (flags.trace_schedule.empty()) {
+    for (const char* name : {"--trace-folder", "--trace-filename", "--trace-gzip", "--trace-keep", "--trace-overwrite",
+                             "--run-name"}) {
+      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --trace-schedule", name);
+    }
+    return std::unique_ptr<launch::RecordHooks>();
+  }
+  traces::TraceWindowsOptions options = flags.traces;
+  SPROF_TRY(options.schedule, traces::parse_trace_schedule(flags.trace_schedule));
+  if (options.run_name.empty()) {
+    if (const char* env = std::getenv("RUN_NAME"); env != nullptr) options.run_name = env;
+  }
+  return traces::make_trace_windows_hook(options);
+}
 
 // One status line on a terminal, rewritten in place.
 class StatusLine : public launch::RecordHooks {
@@ -163,9 +184,29 @@ void add_record(CLI::App& app, CommandList& commands) {
   sub->add_option("--cupti", flags->cupti,
                   "The libcupti for the command's CUDA processes, unless one is loaded there already (default: "
                   "the one a CUDA build of torch ships, else the system's)");
+  sub->add_option("--trace-schedule", flags->trace_schedule,
+                  "Write Chrome traces of some training steps while the job runs, on torch.profiler's schedule: "
+                  "wait=W,warmup=U,active=A,repeat=R,skip_first=S (any of them; default wait=0,warmup=1,active=4,"
+                  "repeat=1,skip_first=0, Composer's). repeat=0 repeats forever");
+  sub->add_option("--trace-folder", flags->traces.folder,
+                  "Folder of the step traces, relative to the profile directory unless absolute; a template as "
+                  "--trace-filename's")
+      ->capture_default_str();
+  sub->add_option("--trace-filename", flags->traces.filename,
+                  "Name of each step trace, Composer's variables in Python's format syntax: {run_name} {rank} "
+                  "{local_rank} {world_size} {local_world_size} {node_rank} {epoch} {batch} {batch_in_epoch} {step} "
+                  "{mode} {pid}")
+      ->capture_default_str();
+  sub->add_flag("--trace-gzip", flags->traces.gzip, "Compress each step trace (the name gets .gz)");
+  sub->add_option("--trace-keep", flags->traces.keep, "Keep the newest N step traces, delete older ones (-1: all)")
+      ->capture_default_str();
+  sub->add_flag("--trace-overwrite", flags->traces.overwrite,
+                "Replace a step trace file that exists (else it is kept and the window is not written)");
+  sub->add_option("--run-name", flags->traces.run_name,
+                  "{run_name} in the step traces' names (default: $RUN_NAME, else the profile directory's name)");
   sub->add_option("command", flags->command, "The command to run, after --");
 
-  commands.push_back({sub, [flags, python_flags]() -> Result<int> {
+  commands.push_back({sub, [flags, python_flags, sub]() -> Result<int> {
     recorder::RecordPlan plan;
     plan.launch = flags->options;
     plan.launch.command = flags->command;
@@ -182,9 +223,12 @@ void add_record(CLI::App& app, CommandList& commands) {
     plan.stats_timer = *intervals::parse_python_timer(flags->python_timer);
     plan.stats_progress = stats_directories_progress();
 
+    SPROF_TRY(std::unique_ptr<launch::RecordHooks> trace_windows, trace_windows_hook(*flags, *sub));
+
     StatusLine status;
     std::vector<launch::RecordHooks*> observers;
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
+    if (trace_windows) observers.push_back(trace_windows.get());
     auto recording = recorder::record(plan, observers);
     status.clear();
     if (!recording.ok()) return std::move(recording).error();
@@ -194,6 +238,9 @@ void add_record(CLI::App& app, CommandList& commands) {
       if (result->sampled_any) print_summary(*result, *flags);
       if (std::string text = recording->steps.text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
       if (recording->interval_stats) fmt::print(stderr, "sprof: {}\n", recording->interval_stats->text());
+      if (std::string text = traces::trace_windows_summary(result->manifest, result->output_dir); !text.empty()) {
+        fmt::print(stderr, "sprof: {}\n", text);
+      }
       if (result->write_errors.empty()) {
         fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
       } else {

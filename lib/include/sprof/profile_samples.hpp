@@ -3,6 +3,7 @@
 // manifest when there is one. The logs are found by listing the directory, not from the
 // manifest, so a profile whose recording was killed still reads.
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -46,7 +47,9 @@ bool show_sprof_frames();
 
 // Fails (bad_input) when `dir` is not a sprof profile (neither sprof.json nor samples/).
 // Frames of sprof's bootstrap are dropped from the stacks unless show_sprof_frames().
-Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir);
+// `only_pid`: only that process's logs (node ids "<pid>-<host>"), for a reader during a recording.
+Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir,
+                                            std::optional<int32_t> only_pid = std::nullopt);
 
 // Replaces the profile's manifest (e.g. with record's final one, before sprof.json is rewritten)
 // and points each process at its entry in it.

@@ -94,7 +94,10 @@ std::string mode_keys(Mode mode) {
 
 // Python stacks of one thread as slices: a frame open since sample i stays open while later
 // samples keep it at the same depth (same function), and closes at the first sample without it.
-void python_slices(TraceText& t, const store::SampleLog& log, const query::SampleFilter& filter, ChromeTraceCounts& counts) {
+// Slices end at clip_end_ns at the latest (a time range's end: the last sample's interval would
+// reach past it).
+void python_slices(TraceText& t, const store::SampleLog& log, const query::SampleFilter& filter, int64_t clip_end_ns,
+                   ChromeTraceCounts& counts) {
   struct Open {
     uint32_t function = 0;
     int32_t line = 0;
@@ -113,6 +116,7 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     return th.native_tid != 0 ? th.native_tid : int64_t(th.python_thread_id & 0x7FFFFFFF);
   };
   auto close_from = [&](uint32_t thread, size_t depth, int64_t end) {
+    end = std::min(end, clip_end_ns);
     ThreadState& s = threads[thread];
     while (s.open.size() > depth) {
       const Open& o = s.open.back();
@@ -193,7 +197,7 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
         if (th.native_tid == 0) continue;
         metadata(t, "thread_name", log.pid(), th.native_tid, "name", th.name.empty() ? fmt::format("thread {}", th.native_tid) : th.name);
       }
-      python_slices(t, log, parts.filter, counts);
+      python_slices(t, log, parts.filter, parts.range_ns ? parts.range_ns->second : INT64_MAX, counts);
     }
   }
 

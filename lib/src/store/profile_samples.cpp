@@ -62,7 +62,7 @@ bool is_sprof_bootstrap_file(std::string_view file) {
   return name.size() == std::string_view(kBootstrapDirPrefix).size() + 6 && name.starts_with(kBootstrapDirPrefix);
 }
 
-Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
+Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<int32_t> only_pid) {
   const ProfileFiles& files = files_for(dir);
   if (files.kind(dir) != FileKind::directory) {
     return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
@@ -86,6 +86,7 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir) {
     for (const FileEntry& entry : entries) {
       fs::path file = entry.path / std::string(kSampleLogFileName);
       if (entry.kind != FileKind::directory || files.kind(file) == FileKind::missing) continue;
+      if (only_pid && !entry.name.starts_with(std::to_string(*only_pid) + "-")) continue;
       auto log = SampleLog::open(file);
       if (!log.ok()) return std::move(log).error();
       report_damage(file, *log);

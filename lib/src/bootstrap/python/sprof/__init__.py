@@ -24,7 +24,7 @@ __all__ = [
     "ModeKeys", "TRAIN", "EVAL", "PREDICT", "GLOBAL", "StepPhase",
     "enabled", "set_mode", "get_mode", "step", "step_end", "step_context",
     "forward_pass_end", "phase", "pause", "resume", "set_state",
-    "Domain", "Counter", "Marker", "counter", "mark", "close",
+    "Domain", "Counter", "Marker", "counter", "mark", "close", "set_epoch",
 ]
 
 __version__ = "1"
@@ -356,6 +356,22 @@ def counter(name, value, domain=None):
     except (TypeError, ValueError):
         rt.user_error("counter", "sprof.counter %r: value must be a number, got %r; ignored"
                       % (name, value))
+    except Exception as e:
+        _report(e)
+
+
+def set_epoch(epoch):
+    """Say which epoch the training loop is in (0 for the first), for the {epoch} and
+    {batch_in_epoch} of `record --trace-filename`. The same as counter("epoch", epoch) in the
+    "sprof" domain; once called, new passes over a PyTorch DataLoader no longer count epochs."""
+    rt = _rt
+    if rt is None or not rt.active:
+        return
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        return rt.user_error("epoch", "sprof.set_epoch: epoch must be a whole number >= 0, got %r; "
+                                      "ignored" % (epoch,))
+    try:
+        rt.counter("sprof", "epoch", epoch)
     except Exception as e:
         _report(e)
 

@@ -1,0 +1,149 @@
+// Composer's trace name templates (Python format strings over its variables) and the rank
+// variables torchrun puts in each process's environment.
+
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "sprof/trace_windows.hpp"
+
+namespace sprof::traces {
+namespace {
+
+using Value = std::variant<int64_t, std::string>;
+
+std::optional<Value> lookup(const TraceVariables& v, std::string_view name) {
+  if (name == "run_name") return Value(v.run_name);
+  if (name == "rank") return Value(v.rank);
+  if (name == "local_rank") return Value(v.local_rank);
+  if (name == "world_size") return Value(v.world_size);
+  if (name == "local_world_size") return Value(v.local_world_size);
+  if (name == "node_rank") return Value(v.node_rank);
+  if (name == "epoch") return Value(v.epoch);
+  if (name == "batch") return Value(v.batch);
+  if (name == "batch_in_epoch") return Value(v.batch_in_epoch);
+  if (name == "step") return Value(v.step);
+  if (name == "mode") return Value(v.mode);
+  if (name == "pid") return Value(v.pid);
+  return std::nullopt;
+}
+
+constexpr const char* kVariableList =
+    "run_name, rank, local_rank, world_size, local_world_size, node_rank, epoch, batch, batch_in_epoch, step, mode, "
+    "pid";
+
+// fmt's format spec grammar is Python's for integers and strings, except for the 'n' and '%'
+// types, which fmt refuses (a format_error, turned into a usage error at parse time).
+std::string format_value(const Value& value, const std::string& spec) {
+  std::string pattern = spec.empty() ? "{}" : "{:" + spec + "}";
+  return std::visit([&](const auto& v) { return fmt::vformat(pattern, fmt::make_format_args(v)); }, value);
+}
+
+}  // namespace
+
+Result<NameTemplate> NameTemplate::parse(std::string_view text, std::string_view what) {
+  NameTemplate t;
+  t.text_ = std::string(text);
+  std::string literal;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '}') {
+      if (i + 1 < text.size() && text[i + 1] == '}') {
+        literal += '}';
+        ++i;
+        continue;
+      }
+      return make_error(ErrorKind::usage, "{} '{}': a single '}}' (write '}}}}' for a brace)", what, text);
+    }
+    if (c != '{') {
+      literal += c;
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '{') {
+      literal += '{';
+      ++i;
+      continue;
+    }
+    size_t close = text.find('}', i);
+    if (close == std::string_view::npos) {
+      return make_error(ErrorKind::usage, "{} '{}': '{{' without a closing '}}'", what, text);
+    }
+    std::string_view field = text.substr(i + 1, close - i - 1);
+    size_t colon = field.find(':');
+    Piece piece;
+    piece.variable = std::string(field.substr(0, colon));
+    if (colon != std::string_view::npos) piece.spec = std::string(field.substr(colon + 1));
+    std::optional<Value> sample = lookup(TraceVariables{}, piece.variable);
+    if (!sample) {
+      return make_error(ErrorKind::usage, "{} '{}': unknown variable {{{}}} (known: {})", what, text, piece.variable,
+                        kVariableList);
+    }
+    try {
+      (void)format_value(*sample, piece.spec);
+    } catch (const fmt::format_error& e) {
+      return make_error(ErrorKind::usage, "{} '{}': bad format spec '{}' for {{{}}}: {}", what, text, piece.spec,
+                        piece.variable, e.what());
+    }
+    if (!literal.empty()) t.pieces_.push_back(Piece{std::move(literal), {}, {}});
+    literal.clear();
+    t.pieces_.push_back(std::move(piece));
+    i = close;
+  }
+  if (!literal.empty()) t.pieces_.push_back(Piece{std::move(literal), {}, {}});
+  return t;
+}
+
+std::string NameTemplate::expand(const TraceVariables& vars) const {
+  std::string out;
+  for (const Piece& p : pieces_) {
+    if (p.variable.empty()) {
+      out += p.literal;
+      continue;
+    }
+    try {
+      out += format_value(*lookup(vars, p.variable), p.spec);
+    } catch (const fmt::format_error&) {
+      out += format_value(*lookup(vars, p.variable), "");  // checked at parse time; a value-dependent failure
+    }
+  }
+  return out;
+}
+
+void ranks_from_environment(const std::map<std::string, std::string>& env, TraceVariables& vars) {
+  auto number = [&env](const char* name, int64_t& field) {
+    auto it = env.find(name);
+    if (it == env.end()) return false;
+    int64_t value = 0;
+    const std::string& s = it->second;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || value < 0) return false;
+    field = value;
+    return true;
+  };
+  number("RANK", vars.rank);
+  number("LOCAL_RANK", vars.local_rank);
+  number("WORLD_SIZE", vars.world_size);
+  number("LOCAL_WORLD_SIZE", vars.local_world_size);
+  if (!number("NODE_RANK", vars.node_rank)) number("GROUP_RANK", vars.node_rank);
+}
+
+std::map<std::string, std::string> process_environment(pid_t pid) {
+  std::map<std::string, std::string> env;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\0', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view entry(text.data() + pos, end - pos);
+    size_t eq = entry.find('=');
+    if (eq != std::string_view::npos) env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    pos = end + 1;
+  }
+  return env;
+}
+
+}  // namespace sprof::traces
