@@ -173,6 +173,33 @@ class TraceWindows(TempDirTestCase):
         self.assertEqual(train, [15, 16, 17, 18, 19])
         self.assertEqual(len([1 for name, _, _, _ in steps_of(doc) if name == "Step:ModeKeys.EVAL"]), 2)
 
+    def test_each_rank_of_a_torchrun_style_job_names_its_own_traces(self):
+        # Two ranks started as torchrun starts them (RANK, LOCAL_RANK, WORLD_SIZE in each child's
+        # environment); each process counts its own steps and gets its own file.
+        script = os.path.join(self.tmp, "train.py")
+        with open(script, "w") as f:
+            f.write(TRAINING % {"set_epoch": True})
+        launcher = os.path.join(self.tmp, "launch.py")
+        with open(launcher, "w") as f:
+            f.write("import os, subprocess, sys\n"
+                    "procs = [subprocess.Popen([sys.executable, sys.argv[1], sys.argv[2]], env=dict(os.environ, "
+                    "RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE='2')) for r in range(2)]\n"
+                    "sys.exit(max(p.wait() for p in procs))\n")
+        out = os.path.join(self.tmp, "prof")
+        run_sprof("record", "-o", out, "--subprocesses", "--no-system-metrics", "--trace-schedule",
+                  "wait=2,warmup=0,active=3", "--trace-filename", "rank{rank}of{world_size}.{batch}.json", "--",
+                  sys.executable, launcher, script, out, check=0)
+        found = self.traces(out)
+        names = sorted(os.path.basename(p) for p in found)
+        self.assertEqual(names, ["rank0of2.5.json", "rank1of2.5.json"])
+        pids = set()
+        for path in found.values():
+            doc = load(path)
+            check_trace_event_format(self, doc)
+            self.assertEqual([s for _, s, _, _ in steps_of(doc)], [2, 3, 4])
+            pids |= {e["pid"] for e in doc["traceEvents"] if e["ph"] != "M"}
+        self.assertEqual(len(pids), 2)
+
     def test_epochs_from_dataloader_passes(self):
         if subprocess.run([DEBIAN_PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
             self.skipTest("no torch for " + DEBIAN_PYTHON)
