@@ -25,6 +25,8 @@ sprof_stage(window DEPS store timeline
 sprof_stage(sampler DEPS pyframes store)
 sprof_stage(launch DEPS pyframes sampler store
   HEADERS launch)
+sprof_stage(remote DEPS launch store
+  HEADERS s3)
 sprof_stage(gpu DEPS launch store
   HEADERS gpu gpu_hook)
 sprof_stage(bootstrap DEPS launch store timeline window

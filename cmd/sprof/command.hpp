@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sprof/result.hpp"
+#include "sprof/s3.hpp"
 
 namespace sprof::cli {
 
@@ -19,7 +20,14 @@ struct GlobalOptions {
   bool sprof_frames = false;   // --sprof-frames: keep sprof's own frames in what samples show
   std::string color = "auto";  // --color auto|always|never (NO_COLOR honoured for auto)
   bool color_enabled = false;  // resolved after parsing
+  // Profiles on S3 (s3://bucket/prefix wherever a profile directory is taken).
+  std::string endpoint_url;    // --endpoint-url
+  std::string cache_dir;       // --cache-dir
+  int retries = 4;             // --retries
 };
+
+// The S3 options the global flags give (endpoint, cache, retries; a progress line on a terminal).
+remote::S3Options s3_options();
 
 struct Command {
   CLI::App* app = nullptr;
@@ -49,5 +57,6 @@ void add_stats_dirs(CLI::App& app, CommandList& commands);
 void add_analyze(CLI::App& app, CommandList& commands);
 void add_markers(CLI::App& app, CommandList& commands);
 void add_gpu(CLI::App& app, CommandList& commands);
+void add_upload(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

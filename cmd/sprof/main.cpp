@@ -62,6 +62,22 @@ void setup_logging(const GlobalOptions& options) {
   }
 }
 
+// A profile argument given as s3://bucket/prefix is mounted under the readers at that very
+// path, so the command reads it as it reads a directory (sprof/s3.hpp).
+Result<int> mount_s3_arguments(const CLI::App& sub) {
+  for (const CLI::Option* option : sub.get_options()) {
+    if (!option->get_positional()) continue;
+    const std::string& name = option->get_name();
+    if (name != "dir" && name != "DIR" && name != "PROFILE_DIR" && name != "path") continue;
+    for (const std::string& value : option->results()) {
+      if (!remote::is_s3_url(value)) continue;
+      SPROF_TRY(remote::MountedProfile mounted, remote::mount_s3_profile(value, s3_options()));
+      spdlog::debug("{}: {} objects ({} bytes) listed", value, mounted.objects, mounted.bytes);
+    }
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"sprof: a sampling profiler for Python training jobs, in the on-disk layout of "
                "SageMaker Debugger's profiler"};
@@ -75,6 +91,15 @@ int run(int argc, char** argv) {
   app.add_flag("--sprof-frames", g_options.sprof_frames,
                "Keep sprof's own Python frames (its bootstrap) in stacks, tables and exports; for "
                "debugging sprof itself");
+  app.add_option("--endpoint-url", g_options.endpoint_url,
+                 "S3-compatible endpoint for s3:// profiles (default: AWS_ENDPOINT_URL, the AWS config, or AWS's "
+                 "regional endpoint)");
+  app.add_option("--cache-dir", g_options.cache_dir,
+                 "Where objects of s3:// profiles are cached (default: $XDG_CACHE_HOME/sprof, ~/.cache/sprof)");
+  app.add_option("--retries", g_options.retries,
+                 "Attempts after the first for S3 requests that failed with 5xx, a timeout or a reset connection")
+      ->check(CLI::Range(0, 20))
+      ->capture_default_str();
   app.require_subcommand(1);
   app.fallthrough();
 
@@ -98,7 +123,8 @@ int run(int argc, char** argv) {
   store::set_show_sprof_frames(g_options.sprof_frames);
   for (const auto& command : commands) {
     if (!command.app->parsed()) continue;
-    Result<int> result = command.run();
+    Result<int> result = mount_s3_arguments(*command.app);
+    if (result.ok()) result = command.run();
     if (result.ok()) return result.value();
     const Error& error = result.error();
     spdlog::error("{}", error.message);
@@ -110,6 +136,15 @@ int run(int argc, char** argv) {
 
 }  // namespace
 const GlobalOptions& global_options() { return g_options; }
+
+remote::S3Options s3_options() {
+  remote::S3Options o;
+  o.endpoint_url = g_options.endpoint_url;
+  o.cache_dir = g_options.cache_dir;
+  o.retries = g_options.retries;
+  o.progress = !g_options.quiet && isatty(STDERR_FILENO) != 0;
+  return o;
+}
 }  // namespace sprof::cli
 
 int main(int argc, char** argv) {

@@ -1,0 +1,151 @@
+#pragma once
+// Profiles on S3 (any S3-compatible store): an S3 client on libcurl (SigV4 by libcurl's
+// CURLOPT_AWS_SIGV4, ListObjectsV2, GET into a cache with a bounded pool of parallel transfers,
+// HEAD, PUT and multipart upload), credentials and region found as the AWS CLI finds them, a
+// profile prefix mounted under store's readers (profile_files.hpp) so every command reads
+// `s3://bucket/prefix` as it reads a directory, and uploads of a local profile.
+//
+// Faults: 5xx, 429, timeouts and broken connections are retried with exponential backoff and
+// full jitter (`retries` attempts after the first); 403 and 404 are not: one error naming the
+// bucket and key (ErrorKind::permission, ErrorKind::io). Credentials never appear in messages.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sprof/result.hpp"
+
+namespace sprof::remote {
+
+inline constexpr std::string_view kS3Scheme = "s3://";
+bool is_s3_url(std::string_view text);
+
+struct S3Location {
+  std::string bucket;
+  std::string prefix;  // without leading or trailing '/'; empty: the whole bucket
+  std::string url() const;  // s3://bucket/prefix
+};
+// Usage errors name the URL: no bucket, a bad bucket name, '.', '..' or empty segments in the prefix.
+Result<S3Location> parse_s3_url(std::string_view url);
+
+// What keys sprof writes and reads: no empty, '.' or '..' segments, no control bytes, not absolute.
+bool is_safe_key(std::string_view key);
+
+struct Credentials {
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // empty: none
+  std::string source;         // "environment", "~/.aws/credentials [default]", ... (never the keys)
+};
+
+// Flags that override what the environment and the AWS files say.
+struct S3Options {
+  std::string endpoint_url;  // --endpoint-url; else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the config file's endpoint_url
+  std::string region;        // else AWS_REGION, AWS_DEFAULT_REGION, the config file's region, us-east-1
+  std::string addressing;    // "path", "virtual" or "" (path for a custom endpoint, virtual for AWS)
+  int retries = 4;           // attempts after the first for retryable failures
+  int parallel = 8;          // concurrent transfers
+  double timeout_s = 60;     // a transfer that moves no byte for this long fails (and is retried)
+  std::filesystem::path cache_dir;  // downloaded objects; empty: $XDG_CACHE_HOME/sprof, ~/.cache/sprof
+  bool progress = false;     // a progress line on stderr for long transfers
+};
+
+struct S3Config {
+  std::string endpoint;  // scheme://host[:port], no trailing '/'
+  bool path_style = true;
+  std::string region;
+  Credentials credentials;
+  S3Options options;
+};
+
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, else AWS_PROFILE (default
+// "default") in AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then AWS_CONFIG_FILE
+// (~/.aws/config, section "profile NAME" or "default"). Errors (permission) when no credentials
+// are found, naming where sprof looked.
+Result<S3Config> resolve_s3_config(const S3Options& options);
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // without quotes
+};
+
+struct TransferStats {
+  uint64_t requests = 0;
+  uint64_t retries = 0;
+  uint64_t bytes_down = 0;
+  uint64_t bytes_up = 0;
+};
+
+class S3Client {
+ public:
+  explicit S3Client(S3Config config);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  const S3Config& config() const { return config_; }
+
+  // Every object under `prefix` (ListObjectsV2, following continuation tokens).
+  Result<std::vector<ObjectInfo>> list(const std::string& bucket, const std::string& prefix);
+  // HEAD: missing keys are an io error whose message says "no such key".
+  Result<ObjectInfo> head(const std::string& bucket, const std::string& key);
+  // GET into `path` through a temporary name beside it, renamed when the length matches
+  // `expected_size` (when given): nothing partial is ever left at `path`.
+  Status get_to_file(const std::string& bucket, const std::string& key, const std::filesystem::path& path,
+                     std::optional<uint64_t> expected_size = std::nullopt);
+  struct Download {
+    std::string key;
+    std::filesystem::path path;
+    std::optional<uint64_t> size;
+  };
+  // Up to options.parallel GETs at once; the first error is returned after the rest finished.
+  Status get_many(const std::string& bucket, const std::vector<Download>& downloads);
+  // PUT of a file, multipart above `multipart_threshold` bytes (parts of `part_size`).
+  Result<ObjectInfo> put_file(const std::string& bucket, const std::string& key, const std::filesystem::path& path);
+  Result<ObjectInfo> put_bytes(const std::string& bucket, const std::string& key, std::string_view bytes);
+
+  uint64_t multipart_threshold = uint64_t{64} << 20;
+  uint64_t part_size = uint64_t{16} << 20;
+
+  TransferStats stats() const;
+
+ private:
+  struct Impl;
+  S3Config config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Mounts `url` (a profile's prefix) under store's readers at the path `url` itself, so that
+// every reader given "s3://bucket/prefix" lists the prefix (one ListObjectsV2 at mount) and
+// reads each object it needs from the cache (<cache>/s3/<bucket>/<key>, kept with its ETag),
+// downloading it first if the cache has no copy of that ETag. Errors: bad URL (usage), no
+// credentials, the listing failed, or the prefix holds nothing (bad_input).
+struct MountedProfile {
+  S3Location location;
+  size_t objects = 0;
+  uint64_t bytes = 0;
+  std::filesystem::path cache_dir;
+};
+Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& options);
+// What the mounts of this process transferred (for -v and the tests).
+TransferStats mounted_transfer_stats();
+
+// Uploads the files of a local profile directory under `url`, skipping those already there with
+// the same size and (single-part) MD5 ETag. `progress` sees (done, total) bytes.
+struct UploadSummary {
+  size_t files = 0;      // considered
+  size_t uploaded = 0;
+  size_t skipped = 0;    // already there
+  uint64_t bytes = 0;    // uploaded
+  std::vector<std::string> failed;  // "path: why"
+};
+Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
+                                       const std::function<bool(const std::filesystem::path&)>& include = nullptr);
+
+}  // namespace sprof::remote

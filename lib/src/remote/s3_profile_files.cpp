@@ -1,0 +1,209 @@
+// A profile prefix on S3 under store's readers: one listing at mount, each object downloaded on
+// first read into the cache (<cache>/s3/<bucket>/objects/<key>, its ETag beside it under
+// etags/), reused while the listing's ETag and size match.
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "sprof/profile_files.hpp"
+#include "sprof/s3.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sprof::remote {
+namespace {
+
+fs::path normal(const fs::path& p) {
+  std::error_code ec;
+  fs::path a = fs::absolute(p, ec);
+  return (ec ? p : a).lexically_normal();
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class S3ProfileFiles final : public store::ProfileFiles {
+ public:
+  S3ProfileFiles(S3Location location, fs::path mount_root, std::shared_ptr<S3Client> client, fs::path cache,
+                 const std::vector<ObjectInfo>& objects)
+      : location_(std::move(location)),
+        root_(normal(mount_root)),
+        client_(std::move(client)),
+        cache_(std::move(cache)) {
+    size_t strip = location_.prefix.empty() ? 0 : location_.prefix.size() + 1;
+    for (const ObjectInfo& o : objects) {
+      std::string rel = o.key.substr(strip);
+      objects_[rel] = o;
+      // Every ancestor is a directory with this child.
+      fs::path child(rel);
+      while (child.has_parent_path()) {
+        fs::path parent = child.parent_path();
+        children_[parent.string()].insert(child.filename().string());
+        child = parent;
+      }
+      children_[""].insert(child.string());
+    }
+  }
+
+  Result<store::FileKind> status(const fs::path& path) const override {
+    std::string rel = relative(path);
+    if (rel.empty() || children_.contains(rel)) return store::FileKind::directory;
+    if (objects_.contains(rel)) return store::FileKind::file;
+    return store::FileKind::missing;
+  }
+
+  Status read(const fs::path& path, std::string& out, size_t max_bytes) const override {
+    std::string rel = relative(path);
+    auto it = objects_.find(rel);
+    if (it == objects_.end()) {
+      return make_error(ErrorKind::bad_input, "{}: no such object under {}", path.string(), location_.url());
+    }
+    const ObjectInfo& o = it->second;
+    if (o.size > max_bytes) {
+      return make_error(ErrorKind::bad_input, "{} is {} bytes, more than the {} sprof reads", path.string(), o.size,
+                        max_bytes);
+    }
+    fs::path file = cache_ / "objects" / o.key;
+    SPROF_TRY_STATUS(ensure_cached(o, file));
+    out = read_text(file);
+    if (out.size() != o.size) {
+      return make_error(ErrorKind::io, "{}: the cached copy {} has {} bytes, the object {}", path.string(),
+                        file.string(), out.size(), o.size);
+    }
+    return {};
+  }
+
+  Result<std::vector<store::FileEntry>> list(const fs::path& dir) const override {
+    std::string rel = relative(dir);
+    auto it = children_.find(rel);
+    if (it == children_.end()) {
+      return make_error(ErrorKind::bad_input, "{}: no such directory under {}", dir.string(), location_.url());
+    }
+    std::vector<store::FileEntry> out;
+    for (const std::string& name : it->second) {
+      store::FileEntry e;
+      e.path = dir / name;
+      e.name = name;
+      std::string child = rel.empty() ? name : rel + "/" + name;
+      e.kind = children_.contains(child) ? store::FileKind::directory : store::FileKind::file;
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+ private:
+  std::string relative(const fs::path& path) const {
+    fs::path rel = normal(path).lexically_relative(root_);
+    std::string s = rel.string();
+    if (s == ".") return {};
+    while (!s.empty() && s.back() == '/') s.pop_back();
+    return s;
+  }
+
+  // Downloads `o` unless the cache holds this ETag of it. One download per object at a time.
+  Status ensure_cached(const ObjectInfo& o, const fs::path& file) const {
+    std::lock_guard lock(mutex_);
+    fs::path etag_file = cache_ / "etags" / o.key;
+    std::error_code ec;
+    if (!o.etag.empty() && read_text(etag_file) == o.etag && fs::file_size(file, ec) == o.size && !ec) {
+      return {};
+    }
+    SPROF_TRY_STATUS(client_->get_to_file(location_.bucket, o.key, file, o.size));
+    fs::create_directories(etag_file.parent_path(), ec);
+    fs::path temporary = etag_file;
+    temporary += ".tmp";
+    {
+      std::ofstream out(temporary, std::ios::trunc);
+      out << o.etag;
+    }
+    fs::rename(temporary, etag_file, ec);  // a cache without the ETag only costs a download
+    return {};
+  }
+
+  S3Location location_;
+  fs::path root_;
+  std::shared_ptr<S3Client> client_;
+  fs::path cache_;
+  std::map<std::string, ObjectInfo> objects_;  // by path relative to the prefix
+  std::map<std::string, std::set<std::string>> children_;
+  mutable std::mutex mutex_;
+};
+
+std::mutex g_clients_mutex;
+std::vector<std::shared_ptr<S3Client>>& clients() {
+  static std::vector<std::shared_ptr<S3Client>> all;
+  return all;
+}
+
+fs::path default_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg != '\0') return fs::path(xdg) / "sprof";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return fs::path(home) / ".cache" / "sprof";
+  return fs::temp_directory_path() / "sprof-cache";
+}
+
+}  // namespace
+
+Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& options) {
+  SPROF_TRY(S3Location location, parse_s3_url(url));
+  SPROF_TRY(S3Config config, resolve_s3_config(options));
+  auto client = std::make_shared<S3Client>(config);
+  std::string prefix = location.prefix.empty() ? std::string() : location.prefix + "/";
+  SPROF_TRY(std::vector<ObjectInfo> listed, client->list(location.bucket, prefix));
+  std::vector<ObjectInfo> objects;
+  size_t unsafe = 0;
+  MountedProfile mounted;
+  mounted.location = location;
+  for (ObjectInfo& o : listed) {
+    // Keys with '..', '.', empty segments or control bytes could leave the cache directory or
+    // collide: not read.
+    if (!is_safe_key(o.key)) {
+      ++unsafe;
+      continue;
+    }
+    mounted.bytes += o.size;
+    objects.push_back(std::move(o));
+  }
+  if (unsafe > 0) {
+    spdlog::warn("{}: {} object{} with '.', '..' or empty path segments or control bytes in the key left out",
+                 location.url(), unsafe, unsafe == 1 ? "" : "s");
+  }
+  if (objects.empty()) {
+    return make_error(ErrorKind::bad_input, "{}: no objects under this prefix (not a profile)", location.url());
+  }
+  mounted.objects = objects.size();
+  fs::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  mounted.cache_dir = cache / "s3" / location.bucket;
+  spdlog::debug("{}: {} objects, {} bytes; cache {}", location.url(), mounted.objects, mounted.bytes,
+                mounted.cache_dir.string());
+  auto files = std::make_shared<S3ProfileFiles>(location, fs::path(std::string(url)), client, mounted.cache_dir, objects);
+  store::mount_files(fs::path(std::string(url)), std::move(files));
+  std::lock_guard lock(g_clients_mutex);
+  clients().push_back(std::move(client));
+  return mounted;
+}
+
+TransferStats mounted_transfer_stats() {
+  std::lock_guard lock(g_clients_mutex);
+  TransferStats total;
+  for (const auto& c : clients()) {
+    TransferStats s = c->stats();
+    total.requests += s.requests;
+    total.retries += s.retries;
+    total.bytes_down += s.bytes_down;
+    total.bytes_up += s.bytes_up;
+  }
+  return total;
+}
+
+}  // namespace sprof::remote
