@@ -125,6 +125,10 @@ int run(int argc, char** argv) {
     if (!command.app->parsed()) continue;
     Result<int> result = mount_s3_arguments(*command.app);
     if (result.ok()) result = command.run();
+    remote::TransferStats s3 = remote::mounted_transfer_stats();
+    if (s3.requests > 0) {
+      spdlog::debug("S3: {} requests ({} retries), {} bytes down", s3.requests, s3.retries, s3.bytes_down);
+    }
     if (result.ok()) return result.value();
     const Error& error = result.error();
     spdlog::error("{}", error.message);

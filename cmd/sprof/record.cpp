@@ -16,6 +16,7 @@
 #include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/s3.hpp"
 #include "sprof/sysmon.hpp"
 #include "sprof/trace_windows.hpp"
 #include "window_flags.hpp"
@@ -43,6 +44,7 @@ struct RecordFlags {
   // Per-step Chrome traces on a schedule, named like Composer's profiler's.
   std::string trace_schedule;
   traces::TraceWindowsOptions traces;
+  double upload_interval_s = 10;  // -o s3://...
 };
 
 // --trace-schedule and its companions: the hook, or nothing without a schedule.
@@ -145,7 +147,13 @@ void add_record(CLI::App& app, CommandList& commands) {
       ->check(finite_positive(kMaxDurationS));
   sub->add_option("-p,--pid", flags->options.attach_pid, "Attach to this running process instead of starting a command")
       ->check(CLI::PositiveNumber);
-  sub->add_option("-o,--output", flags->output, "Profile directory (default: sprof-<pid>-<UTC time>)");
+  sub->add_option("-o,--output", flags->output,
+                  "Profile directory (default: sprof-<pid>-<UTC time>), or s3://bucket/prefix: recorded into the "
+                  "default local directory and uploaded there while the job runs");
+  sub->add_option("--upload-interval", flags->upload_interval_s,
+                  "With -o s3://...: upload what was recorded every this many seconds")
+      ->check(finite_in(1.0, 3600.0))
+      ->capture_default_str();
   sub->add_flag("--force", flags->options.force, "Replace an existing profile directory");
   sub->add_flag("--subprocesses", flags->options.subprocesses, "Also sample descendant processes (DataLoader workers, spawn, torchrun)");
   sub->add_flag("--idle", flags->idle, "Include idle threads in the summary");
@@ -212,6 +220,13 @@ void add_record(CLI::App& app, CommandList& commands) {
     plan.launch.command = flags->command;
     plan.launch.blocking = flags->blocking;
     plan.launch.output_dir = flags->output;
+    std::unique_ptr<remote::LiveUpload> upload;
+    if (remote::is_s3_url(flags->output)) {
+      SPROF_TRY(upload, remote::LiveUpload::create(flags->output, s3_options(), flags->upload_interval_s));
+      plan.launch.output_dir.clear();  // the local copy: the default directory
+    } else if (sub->count("--upload-interval") > 0) {
+      return make_error(ErrorKind::usage, "--upload-interval needs -o s3://bucket/prefix");
+    }
     SPROF_TRY(window::PythonProfilingRequest request, python_profiling_request(*python_flags));
     SPROF_TRY(plan.python, window::plan_python_profiling(request));
     if (!flags->no_system_metrics) plan.system_interval_ms = flags->system_interval_ms;
@@ -229,6 +244,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     std::vector<launch::RecordHooks*> observers;
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
     if (trace_windows) observers.push_back(trace_windows.get());
+    if (upload) observers.push_back(upload.get());
     auto recording = recorder::record(plan, observers);
     status.clear();
     if (!recording.ok()) return std::move(recording).error();
@@ -254,7 +270,20 @@ void add_record(CLI::App& app, CommandList& commands) {
         }
       }
     }
-    return result->exit_code;
+    int exit_code = result->exit_code;
+    if (upload) {
+      remote::LiveUploadResult up = upload->finish();
+      if (up.not_uploaded.empty()) {
+        if (!global_options().quiet) fmt::print(stderr, "sprof: uploaded {} to {}\n", up.local_dir.string(), up.url);
+      } else {
+        for (const std::string& f : up.not_uploaded) fmt::print(stderr, "sprof: not uploaded: {}\n", f);
+        fmt::print(stderr, "sprof: {} of {} files not uploaded to {}; the profile is whole in {}, and `sprof upload {} {}` "
+                   "finishes the upload\n", up.not_uploaded.size(), up.files, up.url, up.local_dir.string(),
+                   up.local_dir.string(), up.url);
+        if (exit_code == 0) exit_code = 1;
+      }
+    }
+    return exit_code;
   }});
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/launch.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::remote {
@@ -109,6 +110,10 @@ class S3Client {
   // PUT of a file, multipart above `multipart_threshold` bytes (parts of `part_size`).
   Result<ObjectInfo> put_file(const std::string& bucket, const std::string& key, const std::filesystem::path& path);
   Result<ObjectInfo> put_bytes(const std::string& bucket, const std::string& key, std::string_view bytes);
+  // PUT of bytes [offset, offset + length) of a file.
+  Result<ObjectInfo> put_range(const std::string& bucket, const std::string& key, const std::filesystem::path& path,
+                               uint64_t offset, uint64_t length);
+  Status remove(const std::string& bucket, const std::string& key);
 
   uint64_t multipart_threshold = uint64_t{64} << 20;
   uint64_t part_size = uint64_t{16} << 20;
@@ -147,5 +152,40 @@ struct UploadSummary {
 };
 Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
                                        const std::function<bool(const std::filesystem::path&)>& include = nullptr);
+
+// Append-only files of a recording in progress (sample logs, markers, GPU activity, system
+// metrics) are uploaded as they grow, each new range as its own object "<key>.parts/<offset>"
+// (offset in 16 decimal digits); a reader that finds parts but not the file itself reads their
+// concatenation, which is the file as far as it was uploaded.
+inline constexpr std::string_view kPartsSuffix = ".parts/";
+
+// `record -o s3://...`: a record hook that uploads the local profile while the job runs (every
+// `interval_s`, on a thread of its own, so the job never waits for S3), and finish(), called
+// once record has written sprof.json, which uploads the rest whole and removes the parts. A
+// failed upload is retried at the next pass; nothing is ever deleted locally.
+struct LiveUploadResult {
+  std::filesystem::path local_dir;
+  std::string url;
+  size_t files = 0;
+  size_t uploaded = 0;     // in the final pass
+  size_t passes = 0;       // periodic passes while the job ran
+  size_t part_objects = 0; // ranges uploaded while it ran
+  std::vector<std::string> not_uploaded;  // "path: why"
+};
+class LiveUpload : public launch::RecordHooks {
+ public:
+  // Checks the URL, the credentials and that the prefix can be listed, before anything runs.
+  static Result<std::unique_ptr<LiveUpload>> create(std::string_view url, const S3Options& options, double interval_s);
+  ~LiveUpload() override;
+  void on_start(const launch::RecordContext& context) override;
+  Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;
+  std::string cost_name() const override { return "s3_upload"; }
+  LiveUploadResult finish();
+
+ private:
+  struct Impl;
+  explicit LiveUpload(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace sprof::remote

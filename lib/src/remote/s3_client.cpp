@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -22,7 +23,13 @@ struct S3Client::Impl {
   TransferStats stats;
 };
 
-S3Client::S3Client(S3Config config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {}
+S3Client::S3Client(S3Config config) : config_(std::move(config)), impl_(std::make_unique<Impl>()) {
+  // A testing knob: multipart uploads of small files (S3's minimum part is 5 MiB but for the last).
+  if (const char* t = std::getenv("SPROF_S3_MULTIPART_THRESHOLD"); t != nullptr && std::atoll(t) > 0) {
+    multipart_threshold = uint64_t(std::atoll(t));
+    part_size = std::max<uint64_t>(multipart_threshold, 1);
+  }
+}
 S3Client::~S3Client() = default;
 
 TransferStats S3Client::stats() const {
@@ -162,6 +169,31 @@ Result<ObjectInfo> S3Client::put_bytes(const std::string& bucket, const std::str
   r.body = bytes;
   SPROF_TRY(HttpResponse response, http.perform(r));
   return ObjectInfo{key, bytes.size(), unquote(response.headers["etag"])};
+}
+
+Result<ObjectInfo> S3Client::put_range(const std::string& bucket, const std::string& key, const fs::path& path,
+                                       uint64_t offset, uint64_t length) {
+  if (!is_safe_key(key)) return make_error(ErrorKind::usage, "s3://{}/{}: not a key sprof writes", bucket, key);
+  HttpClient http(config_, impl_->stats, impl_->stats_mutex);
+  HttpRequest r;
+  r.method = "PUT";
+  r.bucket = bucket;
+  r.key = key;
+  r.body_file = &path;
+  r.body_offset = offset;
+  r.body_length = length;
+  SPROF_TRY(HttpResponse response, http.perform(r));
+  return ObjectInfo{key, length, unquote(response.headers["etag"])};
+}
+
+Status S3Client::remove(const std::string& bucket, const std::string& key) {
+  HttpClient http(config_, impl_->stats, impl_->stats_mutex);
+  HttpRequest r;
+  r.method = "DELETE";
+  r.bucket = bucket;
+  r.key = key;
+  SPROF_TRY(HttpResponse response, http.perform(r));
+  return {};
 }
 
 Result<ObjectInfo> S3Client::put_file(const std::string& bucket, const std::string& key, const fs::path& path) {

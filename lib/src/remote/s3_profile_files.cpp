@@ -40,9 +40,35 @@ class S3ProfileFiles final : public store::ProfileFiles {
         client_(std::move(client)),
         cache_(std::move(cache)) {
     size_t strip = location_.prefix.empty() ? 0 : location_.prefix.size() + 1;
+    std::map<std::string, std::map<uint64_t, ObjectInfo>> parts;
     for (const ObjectInfo& o : objects) {
-      std::string rel = o.key.substr(strip);
-      objects_[rel] = o;
+      size_t at = o.key.rfind(kPartsSuffix);
+      if (at != std::string::npos && at >= strip) {
+        std::string offset = o.key.substr(at + kPartsSuffix.size());
+        if (offset.size() == 16 && offset.find_first_not_of("0123456789") == std::string::npos) {
+          parts[o.key.substr(strip, at - strip)][std::stoull(offset)] = o;
+          continue;
+        }
+      }
+      objects_[o.key.substr(strip)] = o;
+    }
+    // A file uploaded only in parts (the recording did not finish): their concatenation, as far
+    // as the ranges follow each other.
+    for (auto& [rel, ranges] : parts) {
+      if (objects_.contains(rel)) continue;
+      ObjectInfo whole;
+      whole.key = location_.prefix.empty() ? rel : location_.prefix + "/" + rel;
+      std::vector<ObjectInfo> chain;
+      for (const auto& [offset, o] : ranges) {
+        if (offset != whole.size) break;
+        whole.size += o.size;
+        whole.etag += o.etag;
+        chain.push_back(o);
+      }
+      objects_[rel] = whole;
+      parts_[rel] = std::move(chain);
+    }
+    for (const auto& [rel, o] : objects_) {
       // Every ancestor is a directory with this child.
       fs::path child(rel);
       while (child.has_parent_path()) {
@@ -71,6 +97,16 @@ class S3ProfileFiles final : public store::ProfileFiles {
     if (o.size > max_bytes) {
       return make_error(ErrorKind::bad_input, "{} is {} bytes, more than the {} sprof reads", path.string(), o.size,
                         max_bytes);
+    }
+    if (auto chain = parts_.find(rel); chain != parts_.end()) {
+      out.clear();
+      for (const ObjectInfo& part : chain->second) {
+        fs::path file = cache_ / "objects" / part.key;
+        SPROF_TRY_STATUS(ensure_cached(part, file));
+        out += read_text(file);
+      }
+      if (out.size() != o.size) return make_error(ErrorKind::io, "{}: its parts changed while read", path.string());
+      return {};
     }
     fs::path file = cache_ / "objects" / o.key;
     SPROF_TRY_STATUS(ensure_cached(o, file));
@@ -134,6 +170,7 @@ class S3ProfileFiles final : public store::ProfileFiles {
   std::shared_ptr<S3Client> client_;
   fs::path cache_;
   std::map<std::string, ObjectInfo> objects_;  // by path relative to the prefix
+  std::map<std::string, std::vector<ObjectInfo>> parts_;  // files present only as parts, in order
   std::map<std::string, std::set<std::string>> children_;
   mutable std::mutex mutex_;
 };

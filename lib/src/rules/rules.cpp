@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sprof/profile_files.hpp"
 #include "rules/breakdown.hpp"
 #include "rules/gpu_utilization.hpp"
 #include "rules/registry.hpp"
@@ -58,8 +59,10 @@ Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
 }
 
 void add_kernel_utilization(const fs::path& profile_dir, RulesInput& input) {
-  std::error_code ec;
-  if (!fs::is_directory(profile_dir / "gpu", ec) || has_dimension(input, "GPUUtilization")) return;
+  fs::path gpu_dir = profile_dir / "gpu";
+  if (store::files_for(gpu_dir).kind(gpu_dir) != store::FileKind::directory || has_dimension(input, "GPUUtilization")) {
+    return;
+  }
   auto trace = store::read_gpu_activity(profile_dir);
   auto manifest = store::read_manifest(profile_dir);
   if (!trace.ok() || !manifest.ok()) return;  // `sprof gpu` and analyze say why

@@ -1,0 +1,353 @@
+"""Profiles on S3, against a real S3 server on 127.0.0.1 (@20minutes/s3rver, which checks SigV4
+signatures; tests/s3server): every command reads s3://bucket/prefix as it reads the local
+directory (same output), a second query makes one listing and no GETs, a step-range query
+fetches only its stats directories, `sprof upload` resumes, `record -o s3://` uploads while the
+job runs (a killed recording still reads from its parts), credentials from an AWS profile file,
+retries through a proxy that fails and resets, and the errors: a bad signature, a missing bucket,
+an empty prefix, bad URLs, with the secret never printed, even at -vvv."""
+
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
+
+SERVER_DIR = os.path.join(SOURCE_DIR, "tests", "s3server")
+BUCKET = "sprof-test"
+SECRET = "S3RVER"
+
+TRAINING = r"""
+import sprof
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+sprof.set_mode(sprof.TRAIN)
+for i in range(%(steps)d):
+    with sprof.step_context():
+        work(%(work)d)
+sprof.set_mode(sprof.EVAL)
+for i in range(3):
+    with sprof.step_context():
+        work(%(work)d // 2)
+"""
+
+
+def start_server(work):
+    """A fresh s3rver on a free port; returns (process, endpoint)."""
+    if not shutil.which("node"):
+        raise unittest.SkipTest("no node (scripts/install-deps installs it)")
+    if not os.path.isdir(os.path.join(SERVER_DIR, "node_modules", "@20minutes", "s3rver")):
+        subprocess.run(["npm", "ci", "--prefix", SERVER_DIR, "--no-audit", "--no-fund"], check=True,
+                       stdout=subprocess.DEVNULL)
+    log = open(os.path.join(work, "server.log"), "w+")  # closed with the class's work directory
+    proc = subprocess.Popen(["node", "--openssl-legacy-provider", os.path.join(SERVER_DIR, "s3-server.js"),
+                             "-d", os.path.join(work, "data"), "-a", "127.0.0.1", "-p", "0", "-s",
+                             "--configure-bucket", BUCKET], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        log.seek(0)
+        m = re.search(r"S3rver listening on 127\.0\.0\.1:(\d+)", log.read())
+        if m:
+            return proc, "http://127.0.0.1:%s" % m.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    log.seek(0)
+    raise AssertionError("the S3 server did not start:\n" + log.read())
+
+
+class FaultProxy:
+    """Forwards HTTP to the S3 server, but answers the first `fail` requests with 503 and resets
+    the connection of the next `reset` ones."""
+
+    def __init__(self, target, fail=0, reset=0):
+        self.target = target
+        self.fail = fail
+        self.reset = reset
+        self.seen = 0
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_one(self):
+                proxy.seen += 1
+                if proxy.fail > 0:
+                    proxy.fail -= 1
+                    body = b"<Error><Code>SlowDown</Code><Message>injected</Message></Error>"
+                    self.send_response(503)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if proxy.reset > 0:
+                    proxy.reset -= 1
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.connection.close()
+                    self.close_connection = True
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                req = urllib.request.Request(proxy.target + self.path, data=body, method=self.command,
+                                             headers={k: v for k, v in self.headers.items()})
+                try:
+                    resp = urllib.request.urlopen(req)
+                    status, headers, data = resp.status, resp.headers, resp.read()
+                except urllib.error.HTTPError as e:
+                    status, headers, data = e.code, e.headers, e.read()
+                self.send_response(status)
+                for k, v in headers.items():
+                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = handle_one
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class S3Test(TempDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="sprof-s3-")
+        cls.server, cls.endpoint = start_server(cls.work)
+        cls.env = {"AWS_ACCESS_KEY_ID": "S3RVER", "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1",
+                   "XDG_CACHE_HOME": os.path.join(cls.work, "xdg")}
+        # One local profile, recorded once, uploaded once.
+        script = os.path.join(cls.work, "train.py")
+        with open(script, "w") as f:
+            f.write(TRAINING % {"steps": 12, "work": 400000})
+        cls.local = os.path.join(cls.work, "prof")
+        run_sprof("record", "-o", cls.local, "--", sys.executable, script, check=0)
+        cls.url = "s3://%s/runs/one" % BUCKET
+        run_sprof("--endpoint-url", cls.endpoint, "upload", cls.local, cls.url, check=0, env=cls.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.terminate()
+        cls.server.wait()
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def sprof(self, *args, check=0, env=None, cache=None):
+        full = dict(self.env)
+        if env:
+            full.update(env)
+        flags = ["--endpoint-url", self.endpoint]
+        if cache:
+            flags += ["--cache-dir", cache]
+        return run_sprof(*flags, *args, check=check, env=full)
+
+    def test_every_reader_gives_what_the_local_directory_gives(self):
+        for command in (["list-stats"], ["nodes"], ["fetch-by-step", "--start-step", "2", "--end-step", "5"],
+                        ["by-phase", "--training-phase"], ["markers"], ["rules", "--format", "json"],
+                        ["export", "-f", "collapsed"], ["analyze", "--json"]):
+            with self.subTest(command=command):
+                local = run_sprof(*command, self.local, check=None)
+                remote = self.sprof(*command, self.url, check=None)
+                self.assertEqual(local.returncode, remote.returncode, remote.stderr)
+                self.assertEqual(remote.stdout.replace(self.url, self.local), local.stdout)
+        report = os.path.join(self.tmp, "report.html")
+        self.sprof("report", self.url, "-o", report)
+        self.assertGreater(os.path.getsize(report), 100000)
+
+    def requests(self, stderr):
+        m = re.search(r"S3: (\d+) requests \((\d+) retries\), (\d+) bytes down", stderr)
+        self.assertTrue(m, stderr)
+        return int(m.group(1)), int(m.group(2))
+
+    def test_the_cache_answers_a_second_query_with_one_listing(self):
+        cache = os.path.join(self.tmp, "cache")
+        first = self.sprof("-v", "analyze", self.url, cache=cache)
+        self.assertGreater(self.requests(first.stderr)[0], 3)
+        second = self.sprof("-v", "analyze", self.url, cache=cache)
+        self.assertEqual(self.requests(second.stderr), (1, 0))
+        self.assertEqual(first.stdout, second.stdout)
+        # Nothing partial and nothing outside the cache's own tree.
+        for root, _, files in os.walk(cache):
+            self.assertTrue(root.startswith(os.path.join(cache, "s3", BUCKET)) or not files, root)
+            for name in files:
+                self.assertNotRegex(name, r"\.part\d+$|\.tmp$")
+
+    def test_a_step_query_fetches_only_its_stats_directories(self):
+        # Without raw samples the queries read the stats directories (as smdebug's profiles).
+        stats_only = os.path.join(self.tmp, "stats-only")
+        shutil.copytree(self.local, stats_only, ignore=shutil.ignore_patterns("samples"))
+        url = "s3://%s/runs/stats-only" % BUCKET
+        self.sprof("upload", stats_only, url)
+        cache = os.path.join(self.tmp, "cache")
+        flags = ["fetch-by-step", "--start-step", "3", "--end-step", "4"]
+        out = self.sprof(*flags, url, cache=cache)
+        self.assertEqual(out.stdout.replace(url, stats_only), run_sprof(*flags, stats_only, check=0).stdout)
+        fetched = []
+        for root, _, files in os.walk(os.path.join(cache, "s3", BUCKET, "objects")):
+            fetched += [os.path.join(root, f) for f in files if f.startswith("python_stats")]
+        local = []
+        for root, _, files in os.walk(stats_only):
+            local += [f for f in files if f.startswith("python_stats")]
+        self.assertTrue(fetched)
+        self.assertLess(len(fetched), len(local) / 4, fetched)
+        for path in fetched:
+            self.assertRegex(os.path.basename(os.path.dirname(path)), r"^train-[34]-step", path)
+
+    def test_upload_resumes(self):
+        url = "s3://%s/runs/resumed" % BUCKET
+        out = self.sprof("upload", self.local, url)
+        m = re.search(r"(\d+) of (\d+) files uploaded", out.stderr)
+        self.assertTrue(m and m.group(1) == m.group(2), out.stderr)
+        again = self.sprof("upload", self.local, url)
+        self.assertRegex(again.stderr, r"0 of \d+ files uploaded \(0 bytes\), \d+ already there")
+        # A file that changed locally goes up again; the others stay.
+        changed = os.path.join(self.tmp, "copy")
+        shutil.copytree(self.local, changed)
+        with open(os.path.join(changed, "markers", "markers.log"), "a") as f:
+            f.write("")
+        with open(os.path.join(changed, "sprof.json")) as f:
+            manifest = json.load(f)
+        manifest["command"] = manifest["command"] + ["--changed"]
+        with open(os.path.join(changed, "sprof.json"), "w") as f:
+            json.dump(manifest, f)
+        third = self.sprof("upload", changed, url)
+        self.assertRegex(third.stderr, r"1 of \d+ files uploaded")
+        self.assertIn("--changed", self.sprof("analyze", url, cache=os.path.join(self.tmp, "c3")).stdout)
+
+    def test_multipart_upload_reads_back_whole(self):
+        url = "s3://%s/runs/multipart" % BUCKET
+        out = self.sprof("-v", "upload", self.local, url, env={"SPROF_S3_MULTIPART_THRESHOLD": "4096"})
+        self.assertIn("files uploaded", out.stderr)
+        local = run_sprof("export", "-f", "collapsed", self.local, check=0).stdout
+        self.assertEqual(self.sprof("export", "-f", "collapsed", url, cache=os.path.join(self.tmp, "c")).stdout, local)
+
+    def test_record_uploads_while_the_job_runs(self):
+        script = os.path.join(self.tmp, "long.py")
+        with open(script, "w") as f:
+            f.write(TRAINING % {"steps": 80, "work": 1500000})
+        url = "s3://%s/runs/live" % BUCKET
+        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "record", "-o", url,
+                                 "--upload-interval", "1", "--", sys.executable, script], cwd=self.tmp,
+                                env=dict(os.environ, **self.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        seen_parts = False
+        deadline = time.time() + 60
+        while proc.poll() is None and time.time() < deadline and not seen_parts:
+            listing = self.sprof("-v", "nodes", url, check=None, cache=os.path.join(self.tmp, "probe"))
+            seen_parts = listing.returncode == 0 and proc.poll() is None
+            time.sleep(0.5)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertTrue(seen_parts, "nothing could be read from S3 while the job ran")
+        self.assertIn("sprof: uploaded ", err)
+        local_dir = re.search(r"sprof: uploaded (\S+) to", err).group(1)
+        local_path = os.path.join(self.tmp, local_dir)
+        local = run_sprof("analyze", "--json", local_path, check=0).stdout
+        remote = self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c")).stdout
+        self.assertEqual(remote.replace(url, local_path), local)
+
+    def test_a_killed_recording_reads_from_its_parts(self):
+        script = os.path.join(self.tmp, "long.py")
+        with open(script, "w") as f:
+            f.write(TRAINING % {"steps": 400, "work": 1500000})
+        url = "s3://%s/runs/killed" % BUCKET
+        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "record", "-o", url,
+                                 "--upload-interval", "1", "--", sys.executable, script], cwd=self.tmp,
+                                env=dict(os.environ, **self.env), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(4)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        out = self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c")).stdout
+        doc = json.loads(out)
+        self.assertEqual(doc["job"]["state"], "recording")
+        self.assertGreater(doc["job"]["processes"][0]["samples"], 50)
+
+    def test_credentials_from_an_aws_profile_file(self):
+        creds = os.path.join(self.tmp, "credentials")
+        config = os.path.join(self.tmp, "config")
+        with open(creds, "w") as f:
+            f.write("[default]\naws_access_key_id = nobody\naws_secret_access_key = wrong\n\n"
+                    "[ci]\naws_access_key_id = S3RVER\naws_secret_access_key = %s\n" % SECRET)
+        with open(config, "w") as f:
+            f.write("[profile ci]\nregion = eu-west-1\nendpoint_url = %s\n" % self.endpoint)
+        env = dict(os.environ)
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+            env.pop(k, None)
+        env.update({"AWS_SHARED_CREDENTIALS_FILE": creds, "AWS_CONFIG_FILE": config, "AWS_PROFILE": "ci",
+                    "XDG_CACHE_HOME": os.path.join(self.tmp, "xdg")})
+        out = subprocess.run([os.environ["SPROF_BIN"], "nodes", self.url], env=env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertTrue(out.stdout.strip())
+        self.assertTrue(os.path.isdir(os.path.join(self.tmp, "xdg", "sprof", "s3", BUCKET)))
+        env["AWS_PROFILE"] = "default"
+        out = subprocess.run([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "nodes", self.url], env=env,
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("InvalidAccessKeyId", out.stderr)
+
+    def test_retries_through_failures_and_resets(self):
+        proxy = FaultProxy(self.endpoint, fail=2)
+        self.addCleanup(proxy.close)
+        out = run_sprof("-v", "--endpoint-url", proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "c"), "nodes",
+                        self.url, check=0, env=self.env)
+        self.assertEqual(self.requests(out.stderr)[1], 2, out.stderr)
+        # Reset connections: curl retries one on a reused connection itself, sprof the rest.
+        proxy.reset = 3
+        out = run_sprof("-v", "--endpoint-url", proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "r"), "nodes",
+                        self.url, check=0, env=self.env)
+        self.assertGreaterEqual(self.requests(out.stderr)[1], 1, out.stderr)
+        self.assertEqual(proxy.reset, 0)
+        proxy.fail = 5
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--retries", "1", "--cache-dir", os.path.join(self.tmp, "d"),
+                        "nodes", self.url, check=1, env=self.env)
+        self.assertIn("503 SlowDown", out.stderr)
+        self.assertIn("s3://%s" % BUCKET, out.stderr)
+
+    def test_errors_name_bucket_and_key_and_never_the_secret(self):
+        secret = "VerySecretKey1234567890"
+        out = self.sprof("-vvv", "list-stats", self.url, check=1, env={"AWS_SECRET_ACCESS_KEY": secret})
+        self.assertIn("s3://%s" % BUCKET, out.stderr)
+        self.assertIn("SignatureDoesNotMatch", out.stderr)
+        self.assertNotIn(secret, out.stderr + out.stdout)
+        out = self.sprof("nodes", "s3://no-such-bucket/x", check=1)
+        self.assertIn("s3://no-such-bucket: no such bucket", out.stderr)
+        out = self.sprof("nodes", "s3://%s/nothing/here" % BUCKET, check=2)
+        self.assertIn("no objects under this prefix", out.stderr)
+        for url, message in (("s3://Bad_Bucket/x", "not a valid bucket name"), ("s3://%s/a/../b" % BUCKET, "'..'")):
+            out = self.sprof("nodes", url, check=2)
+            self.assertIn(message, out.stderr)
+        out = self.sprof("record", "-o", self.url, "--", sys.executable, "-c", "pass", check=2)
+        self.assertIn("holds", out.stderr)
+        env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+               "AWS_CONFIG_FILE": "/nonexistent"}
+        out = self.sprof("nodes", self.url, check=1, env=env)
+        self.assertIn("no AWS credentials", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
