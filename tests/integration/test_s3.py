@@ -194,7 +194,7 @@ class S3Test(TempDirTestCase):
         for root, _, files in os.walk(cache):
             self.assertTrue(root.startswith(os.path.join(cache, "s3", BUCKET)) or not files, root)
             for name in files:
-                self.assertNotRegex(name, r"\.part\d+$|\.tmp$")
+                self.assertNotRegex(name, r"\.part[\d-]+$|\.tmp$")
 
     def test_a_step_query_fetches_only_its_stats_directories(self):
         # Without raw samples the queries read the stats directories (as smdebug's profiles).

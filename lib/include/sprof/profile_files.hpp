@@ -49,6 +49,10 @@ class ProfileFiles {
   // The direct children of `dir`, sorted by name. An error only when `dir` itself cannot be
   // listed; a child that cannot be resolved comes back with its problem.
   virtual Result<std::vector<FileEntry>> list(const std::filesystem::path& dir) const = 0;
+
+  // A hint that these files will be read next: a remote source fetches them at once, in
+  // parallel. Failures are left for read() to report.
+  virtual void prefetch(const std::vector<std::filesystem::path>& /*paths*/) const {}
 };
 
 // The local file system.

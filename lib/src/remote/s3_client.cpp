@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "remote/progress.hpp"
 #include "remote/s3_http.hpp"
 #include "sprof/s3.hpp"
 
@@ -95,8 +96,9 @@ Status get_one(HttpClient& http, const std::string& bucket, const std::string& k
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) return make_error(ErrorKind::io, "cannot create {}: {}", path.parent_path().string(), ec.message());
+  static std::atomic<uint64_t> counter{0};
   fs::path temporary = path;
-  temporary += fmt::format(".part{}", ::getpid());
+  temporary += fmt::format(".part{}-{}", ::getpid(), counter.fetch_add(1));
   FILE* f = std::fopen(temporary.c_str(), "w+b");
   if (f == nullptr) return make_error(ErrorKind::io, "cannot write {}: {}", temporary.string(), std::strerror(errno));
   HttpRequest r;
@@ -137,6 +139,9 @@ Status S3Client::get_many(const std::string& bucket, const std::vector<Download>
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::optional<Error> first_error;
+  ProgressLine progress(config_.options.progress, "downloading");
+  size_t done = 0;
+  uint64_t bytes = 0;
   auto worker = [&] {
     HttpClient http(config_, impl_->stats, impl_->stats_mutex);
     for (;;) {
@@ -144,10 +149,11 @@ Status S3Client::get_many(const std::string& bucket, const std::vector<Download>
       if (i >= downloads.size()) return;
       const Download& d = downloads[i];
       Status s = get_one(http, bucket, d.key, d.path, d.size);
-      if (!s.ok()) {
-        std::lock_guard lock(error_mutex);
-        if (!first_error) first_error = s.error();
-      }
+      std::lock_guard lock(error_mutex);
+      if (!s.ok() && !first_error) first_error = s.error();
+      ++done;
+      bytes += d.size.value_or(0);
+      progress.update(done, downloads.size(), bytes);
     }
   };
   size_t n = std::min<size_t>(size_t(config_.options.parallel), downloads.size());

@@ -118,6 +118,32 @@ class S3ProfileFiles final : public store::ProfileFiles {
     return {};
   }
 
+  void prefetch(const std::vector<fs::path>& paths) const override {
+    std::vector<S3Client::Download> downloads;
+    std::vector<const ObjectInfo*> objects;
+    for (const fs::path& path : paths) {
+      std::string rel = relative(path);
+      std::vector<const ObjectInfo*> wanted;
+      if (auto chain = parts_.find(rel); chain != parts_.end()) {
+        for (const ObjectInfo& part : chain->second) wanted.push_back(&part);
+      } else if (auto it = objects_.find(rel); it != objects_.end()) {
+        wanted.push_back(&it->second);
+      }
+      for (const ObjectInfo* o : wanted) {
+        if (cached(*o)) continue;
+        downloads.push_back({o->key, cache_ / "objects" / o->key, o->size});
+        objects.push_back(o);
+      }
+    }
+    if (downloads.size() < 2) return;  // read() fetches a single one just as fast
+    std::lock_guard lock(prefetch_mutex_);
+    (void)client_->get_many(location_.bucket, downloads);
+    for (const ObjectInfo* o : objects) {
+      std::error_code ec;
+      if (fs::file_size(cache_ / "objects" / o->key, ec) == o->size && !ec) (void)remember_etag(*o);
+    }
+  }
+
   Result<std::vector<store::FileEntry>> list(const fs::path& dir) const override {
     std::string rel = relative(dir);
     auto it = children_.find(rel);
@@ -145,15 +171,31 @@ class S3ProfileFiles final : public store::ProfileFiles {
     return s;
   }
 
-  // Downloads `o` unless the cache holds this ETag of it. One download per object at a time.
-  Status ensure_cached(const ObjectInfo& o, const fs::path& file) const {
-    std::lock_guard lock(mutex_);
-    fs::path etag_file = cache_ / "etags" / o.key;
+  bool cached(const ObjectInfo& o) const {
     std::error_code ec;
-    if (!o.etag.empty() && read_text(etag_file) == o.etag && fs::file_size(file, ec) == o.size && !ec) {
-      return {};
+    return !o.etag.empty() && read_text(cache_ / "etags" / o.key) == o.etag &&
+           fs::file_size(cache_ / "objects" / o.key, ec) == o.size && !ec;
+  }
+
+  // Downloads `o` unless the cache holds this ETag of it; readers on other threads fetch other
+  // objects meanwhile (one download per object at a time).
+  Status ensure_cached(const ObjectInfo& o, const fs::path& file) const {
+    std::shared_ptr<std::mutex> object_mutex;
+    {
+      std::lock_guard lock(mutex_);
+      auto& m = in_flight_[o.key];
+      if (!m) m = std::make_shared<std::mutex>();
+      object_mutex = m;
     }
+    std::lock_guard object_lock(*object_mutex);
+    if (cached(o)) return {};
     SPROF_TRY_STATUS(client_->get_to_file(location_.bucket, o.key, file, o.size));
+    return remember_etag(o);
+  }
+
+  Status remember_etag(const ObjectInfo& o) const {
+    std::error_code ec;
+    fs::path etag_file = cache_ / "etags" / o.key;
     fs::create_directories(etag_file.parent_path(), ec);
     fs::path temporary = etag_file;
     temporary += ".tmp";
@@ -173,6 +215,8 @@ class S3ProfileFiles final : public store::ProfileFiles {
   std::map<std::string, std::vector<ObjectInfo>> parts_;  // files present only as parts, in order
   std::map<std::string, std::set<std::string>> children_;
   mutable std::mutex mutex_;
+  mutable std::mutex prefetch_mutex_;
+  mutable std::map<std::string, std::shared_ptr<std::mutex>> in_flight_;
 };
 
 std::mutex g_clients_mutex;

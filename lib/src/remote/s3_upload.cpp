@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "remote/md5.hpp"
+#include "remote/progress.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -66,7 +67,9 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   }
   if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  ProgressLine progress(options.progress, "uploading");
   for (const auto& [path, key] : files) {
+    progress.update(summary.files, files.size(), summary.bytes);
     ++summary.files;
     uint64_t size = fs::file_size(path, ec);
     if (ec) {

@@ -83,6 +83,13 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<i
   }
   if (has_samples) {
     SPROF_TRY(auto entries, files.list(samples_dir));
+    std::vector<fs::path> logs;
+    for (const FileEntry& entry : entries) {
+      if (!only_pid || entry.name.starts_with(std::to_string(*only_pid) + "-")) {
+        logs.push_back(entry.path / std::string(kSampleLogFileName));
+      }
+    }
+    files.prefetch(logs);
     for (const FileEntry& entry : entries) {
       fs::path file = entry.path / std::string(kSampleLogFileName);
       if (entry.kind != FileKind::directory || files.kind(file) == FileKind::missing) continue;

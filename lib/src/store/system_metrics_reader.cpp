@@ -135,6 +135,9 @@ Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_di
     if (auto name = parse_system_file_name(path)) files.emplace_back(name->minute_epoch_s, path);
   }
   std::sort(files.begin(), files.end());
+  std::vector<fs::path> wanted;
+  for (const auto& f : files) wanted.push_back(f.second);
+  files_for(root).prefetch(wanted);
   std::vector<SystemMetric> all;
   for (const auto& [minute, path] : files) {
     SPROF_TRY(auto metrics, read_system_metrics_file(path));

@@ -305,6 +305,9 @@ Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
   TraceEventParser parsers[] = {TraceEventParser(TraceSource::python_timeline),
                                 TraceEventParser(TraceSource::model_timeline), TraceEventParser(TraceSource::horovod),
                                 TraceEventParser(TraceSource::smdataparallel)};
+  std::vector<fs::path> wanted;
+  for (const auto& file : files) wanted.emplace_back(file.path);
+  files_for(root).prefetch(wanted);
   for (const auto& file : files) {
     auto text = slurp(file.path);
     if (!text.ok()) {
