@@ -222,7 +222,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     plan.launch.output_dir = flags->output;
     std::unique_ptr<remote::LiveUpload> upload;
     if (remote::is_s3_url(flags->output)) {
-      SPROF_TRY(upload, remote::LiveUpload::create(flags->output, s3_options(), flags->upload_interval_s));
+      SPROF_TRY(upload, remote::LiveUpload::create(flags->output, launch::node_host(), s3_options(), flags->upload_interval_s));
       plan.launch.output_dir.clear();  // the local copy: the default directory
     } else if (sub->count("--upload-interval") > 0) {
       return make_error(ErrorKind::usage, "--upload-interval needs -o s3://bucket/prefix");

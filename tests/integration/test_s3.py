@@ -287,6 +287,58 @@ class S3Test(TempDirTestCase):
         self.assertEqual(doc["job"]["state"], "recording")
         self.assertGreater(doc["job"]["processes"][0]["samples"], 50)
 
+    def test_a_two_node_job_in_one_prefix(self):
+        # Two nodes as SageMaker names them (SM_CURRENT_HOST) record at once into one prefix; the
+        # second node's steps take twice as long.
+        url = "s3://%s/jobs/two" % BUCKET
+        procs = []
+        for node, work in ((1, 700000), (2, 1400000)):
+            script = os.path.join(self.tmp, "node%d.py" % node)
+            with open(script, "w") as f:
+                f.write(TRAINING % {"steps": 30, "work": work})
+            env = dict(os.environ, **self.env, SM_CURRENT_HOST="algo-%d" % node, RANK=str(node - 1),
+                       WORLD_SIZE="2", GROUP_RANK=str(node - 1))
+            cwd = os.path.join(self.tmp, "node%d" % node)
+            os.mkdir(cwd)
+            procs.append(subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "record", "-o",
+                                           url, "--upload-interval", "1", "--system-interval-ms", "100", "--",
+                                           sys.executable, script], cwd=cwd,
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("sprof: uploaded", err)
+        # Each node's system metrics under its own algo-N.
+        for node in (1, 2):
+            names = [f for _, _, files in os.walk(os.path.join(self.tmp, "node%d" % node)) for f in files]
+            self.assertTrue(any(n.endswith(".algo-%d.json" % node) for n in names), names)
+        cache = os.path.join(self.tmp, "c")
+        nodes = json.loads(self.sprof("nodes", url, "--format", "json", cache=cache).stdout)["nodes"]
+        by_host = {n["node_id"].split("-", 1)[1]: n for n in nodes}
+        self.assertEqual(sorted(by_host), ["algo-1", "algo-2"])
+        self.assertEqual((by_host["algo-1"]["rank"], by_host["algo-2"]["rank"]), ("0", "1"))
+        doc = json.loads(self.sprof("analyze", "--json", url, cache=cache).stdout)
+        skew = doc["steps"]["skew"]
+        self.assertEqual(skew["mode"], "TRAIN")
+        self.assertEqual([r["rank"] for r in skew["ranks"]], ["0", "1"])
+        # Trace events spell node ids as smdebug normalises them: algo-<n>-<pid>.
+        pid = by_host["algo-2"]["node_id"].split("-", 1)[0]
+        self.assertEqual(skew["straggler"], "algo-2-" + pid)
+        self.assertEqual(skew["straggler_node"], "algo-2")
+        self.assertGreater(skew["skew"], 0.4)
+        text = self.sprof("analyze", url, cache=cache).stdout
+        self.assertIn("straggler: rank 1 on algo-2", text)
+        # The stats queries merge both nodes; --node picks one.
+        both = self.sprof("list-stats", url, "--format", "json", cache=cache).stdout
+        one = self.sprof("list-stats", url, "--node", by_host["algo-2"]["node_id"], "--format", "json",
+                         cache=cache).stdout
+        self.assertGreater(len(json.loads(both)["stats"]), len(json.loads(one)["stats"]))
+        # Sample views take one node's profile.
+        out = self.sprof("export", url, "-f", "collapsed", check=2, cache=cache)
+        self.assertIn("is a job of 2 nodes (algo-1, algo-2)", out.stderr)
+        out = self.sprof("export", url + "/nodes/algo-2", "-f", "collapsed", cache=cache)
+        self.assertIn("work", out.stdout)
+
     def test_credentials_from_an_aws_profile_file(self):
         creds = os.path.join(self.tmp, "credentials")
         config = os.path.join(self.tmp, "config")

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -179,7 +180,41 @@ struct AnalyzeReport {
 
   std::vector<rules::RuleResult> rules;
   std::vector<std::string> warnings;  // files skipped while reading (each already logged once)
+
+  // Step times per rank and per node when more than one process ran steps of a mode (several
+  // ranks, or a job's several nodes): who is slow, and by how much.
+  struct RankStepTimes {
+    std::string node_id;  // "<pid>-<host>", the steps' node in framework/pevents
+    std::string host;
+    std::string rank;     // $RANK of the process, from its node's sprof.json; "" when unknown
+    size_t steps = 0;
+    double mean_s = 0;
+    double median_s = 0;
+    double p95_s = 0;
+    double vs_fastest = 0;  // median / the fastest rank's median - 1
+  };
+  struct NodeStepTimes {
+    std::string host;
+    size_t ranks = 0;
+    size_t steps = 0;
+    double median_s = 0;    // over all its ranks' steps
+    double vs_fastest = 0;
+  };
+  struct StepSkew {
+    std::string mode;  // "TRAIN" when there are training steps
+    std::vector<RankStepTimes> ranks;  // by rank, then node id
+    std::vector<NodeStepTimes> nodes;
+    std::string straggler;       // the slowest rank's node id
+    std::string straggler_node;  // the slowest node's host (with several nodes)
+    double skew = 0;             // the slowest rank's median / the fastest's - 1
+  };
+  std::optional<StepSkew> step_skew;
 };
+
+// Step-time skew of the steps of the mode with training steps (else the most common one) when
+// more than one process ran them; `ranks` by node id (store::process_ranks).
+std::optional<AnalyzeReport::StepSkew> step_skew(const std::vector<StepRecord>& steps,
+                                                 const std::map<std::string, std::string>& ranks);
 
 // Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and
 // framework/: bad_input. Unknown rule parameters: usage errors, as in `sprof rules`.

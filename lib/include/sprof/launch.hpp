@@ -102,4 +102,11 @@ std::vector<std::string> cmdline_of(pid_t pid);
 
 std::string default_output_name(pid_t pid, int64_t realtime_ns);
 
+// This node's name in node ids ("<pid>-<host>" under framework/): SageMaker's current_host (its
+// resource config, or SM_CURRENT_HOST), else the host name.
+std::string node_host();
+// Its id under system/ ("algo-<n>", all smdebug's reader accepts): the host when it is one,
+// else algo-<GROUP_RANK or NODE_RANK + 1>, else algo-1.
+std::string system_node_id(const std::string& host);
+
 }  // namespace sprof::launch

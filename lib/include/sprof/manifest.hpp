@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,11 @@ struct Manifest {
   }
   std::vector<std::string> node_ids() const;
 };
+
+// The ranks ($RANK) of a profile's processes by node id ("<pid>-<host>"): from its sprof.json,
+// and in a job's prefix (the S3 job layout, nodes/<host>/sprof.json) from every node's. Unreadable
+// manifests give none.
+std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir);
 
 // Writes <dir>/sprof.json atomically (temporary file + rename).
 Status write_manifest(const std::filesystem::path& dir, const Manifest& manifest);

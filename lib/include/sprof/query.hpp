@@ -50,6 +50,7 @@ Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
 // the time they span. Sorted by node id.
 struct NodeSummary {
   std::string node_id;
+  std::string rank;  // $RANK of the process when its sprof.json says (store::process_ranks)
   size_t cprofile = 0;
   size_t pyinstrument = 0;
   double first_start_us = 0.0;

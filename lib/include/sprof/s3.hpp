@@ -174,8 +174,10 @@ struct LiveUploadResult {
 };
 class LiveUpload : public launch::RecordHooks {
  public:
-  // Checks the URL, the credentials and that the prefix can be listed, before anything runs.
-  static Result<std::unique_ptr<LiveUpload>> create(std::string_view url, const S3Options& options, double interval_s);
+  // Checks the URL, the credentials and that this node's part of the prefix (nodes/<host>/, the
+  // job layout: every node of a job records into one prefix) is empty, before anything runs.
+  static Result<std::unique_ptr<LiveUpload>> create(std::string_view url, const std::string& host,
+                                                    const S3Options& options, double interval_s);
   ~LiveUpload() override;
   void on_start(const launch::RecordContext& context) override;
   Status on_finish(const std::filesystem::path& output_dir, store::Manifest& manifest) override;

@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -121,6 +124,11 @@ std::string node_host() {
     // It becomes part of node ids, and so of directory and file names.
     if (!store::check_path_component(host, "current_host").ok()) host.clear();
   }
+  // SageMaker's training toolkit also puts the host in SM_CURRENT_HOST.
+  if (const char* sm = std::getenv("SM_CURRENT_HOST"); host.empty() && sm != nullptr && *sm != '\0') {
+    host = sm;
+    if (!store::check_path_component(host, "SM_CURRENT_HOST").ok()) host.clear();
+  }
   if (host.empty()) {
     char name[256] = {};
     if (gethostname(name, sizeof name - 1) == 0) host = name;
@@ -128,6 +136,20 @@ std::string node_host() {
   if (host.empty()) host = "localhost";
   std::replace(host.begin(), host.end(), '_', '-');
   return host;
+}
+
+std::string system_node_id(const std::string& host) {
+  static const std::regex algo(R"(algo-[1-9][0-9]*)");
+  if (std::regex_match(host, algo)) return host;
+  // Outside SageMaker the node's rank (torchrun's GROUP_RANK, or NODE_RANK) numbers it.
+  for (const char* name : {"GROUP_RANK", "NODE_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    long rank = std::strtol(v, &end, 10);
+    if (end != nullptr && *end == '\0' && rank >= 0 && rank < 100000) return fmt::format("algo-{}", rank + 1);
+  }
+  return "algo-1";
 }
 
 }  // namespace sprof::launch

@@ -21,7 +21,5 @@ std::string exe_of(pid_t pid);  // readlink /proc/PID/exe; empty when unreadable
 // and heap start addresses from /proc/PID/stat, which exec lays out anew (randomised by ASLR).
 std::string image_identity(pid_t pid);
 std::optional<std::string> environment_variable(pid_t pid, const std::string& name);
-// The host part of smdebug node ids: SageMaker's current_host, else the host name; '_' -> '-'.
-std::string node_host();
 
 }  // namespace sprof::launch

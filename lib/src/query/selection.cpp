@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "sprof/manifest.hpp"
 #include "sprof/query.hpp"
 
 namespace sprof::query {
@@ -165,9 +166,14 @@ std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index) {
     s.first_start_us = std::min(s.first_start_us, r.name.start.time_us);
     s.last_end_us = std::max(s.last_end_us, r.name.end.time_us);
   }
+  std::map<std::string, std::string> ranks =
+      index.level == store::ProfileLevel::root ? store::process_ranks(index.dir) : std::map<std::string, std::string>();
   std::vector<NodeSummary> out;
   out.reserve(nodes.size());
-  for (auto& [id, s] : nodes) out.push_back(std::move(s));
+  for (auto& [id, s] : nodes) {
+    if (auto rank = ranks.find(id); rank != ranks.end()) s.rank = rank->second;
+    out.push_back(std::move(s));
+  }
   return out;
 }
 

@@ -92,6 +92,7 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
     sysmon::MonitorOptions monitor;
     monitor.interval_ms = *plan.system_interval_ms;
     monitor.epoch_us = monotonic_epoch_us();
+    monitor.node_id = launch::system_node_id(launch::node_host());
     system_metrics = std::make_unique<sysmon::SystemMonitorHook>(std::move(monitor));
     hooks.push_back(system_metrics.get());
   }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "remote/job_layout.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -42,6 +43,7 @@ int64_t mtime_ns(const fs::path& path) {
 
 struct LiveUpload::Impl {
   S3Location location;
+  std::string host;  // this node's part of the job's prefix: nodes/<host>/
   std::unique_ptr<S3Client> client;
   double interval_s = 10;
   fs::path dir;
@@ -55,9 +57,8 @@ struct LiveUpload::Impl {
   bool stopping = false;
   std::thread thread;
 
-  std::string key_of(const fs::path& rel) const {
-    return location.prefix.empty() ? rel.generic_string() : location.prefix + "/" + rel.generic_string();
-  }
+  // While the job runs, only the node's own copy; the top-level copies at the end.
+  std::string key_of(const fs::path& rel) const { return job_keys(location.prefix, host, rel).front(); }
 
   std::vector<fs::path> local_files() const {
     std::vector<fs::path> out;
@@ -140,19 +141,23 @@ struct LiveUpload::Impl {
 LiveUpload::LiveUpload(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LiveUpload::~LiveUpload() { impl_->stop(); }
 
-Result<std::unique_ptr<LiveUpload>> LiveUpload::create(std::string_view url, const S3Options& options,
-                                                       double interval_s) {
+Result<std::unique_ptr<LiveUpload>> LiveUpload::create(std::string_view url, const std::string& host,
+                                                       const S3Options& options, double interval_s) {
   auto impl = std::make_unique<Impl>();
   SPROF_TRY(impl->location, parse_s3_url(url));
+  impl->host = host;
   SPROF_TRY(S3Config config, resolve_s3_config(options));
   impl->client = std::make_unique<S3Client>(std::move(config));
   impl->interval_s = interval_s;
   // Fail before the job starts when the bucket cannot be reached or listed.
-  std::string prefix = impl->location.prefix.empty() ? std::string() : impl->location.prefix + "/";
-  SPROF_TRY(std::vector<ObjectInfo> there, impl->client->list(impl->location.bucket, prefix));
+  // Every node of a job records into the same prefix, each into its own nodes/<host>/.
+  std::string mine = fs::path(job_keys(impl->location.prefix, host, "x").front()).parent_path().string() + "/";
+  SPROF_TRY(std::vector<ObjectInfo> there, impl->client->list(impl->location.bucket, mine));
   if (!there.empty()) {
-    return make_error(ErrorKind::usage, "{} holds {} objects already: give a fresh prefix (a profile is never mixed with "
-                      "another)", impl->location.url(), there.size());
+    return make_error(ErrorKind::usage,
+                      "s3://{}/{} holds {} objects already: this node recorded into {} before (a profile is never "
+                      "mixed with another; give a fresh prefix)",
+                      impl->location.bucket, mine, there.size(), impl->location.url());
   }
   return std::unique_ptr<LiveUpload>(new LiveUpload(std::move(impl)));
 }
@@ -182,10 +187,15 @@ LiveUploadResult LiveUpload::finish() {
     FileState& st = m.files[rel.string()];
     std::error_code ec;
     uint64_t size = fs::file_size(path, ec);
-    if (!ec && st.whole && st.whole_size == size && st.whole_mtime == mtime_ns(path)) continue;
-    auto put = m.client->put_file(m.location.bucket, m.key_of(rel), path);
-    if (!put.ok()) {
-      result.not_uploaded.push_back(fmt::format("{}: {}", path.string(), put.error().message));
+    std::vector<std::string> keys = job_keys(m.location.prefix, m.host, rel);
+    bool uploaded_before = !ec && st.whole && st.whole_size == size && st.whole_mtime == mtime_ns(path);
+    Status failed;
+    for (size_t k = uploaded_before ? 1 : 0; k < keys.size() && failed.ok(); ++k) {
+      auto put = m.client->put_file(m.location.bucket, keys[k], path);
+      if (!put.ok()) failed = std::move(put).error();
+    }
+    if (!failed.ok()) {
+      result.not_uploaded.push_back(fmt::format("{}: {}", path.string(), failed.error().message));
       continue;
     }
     ++result.uploaded;

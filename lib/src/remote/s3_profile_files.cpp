@@ -40,17 +40,35 @@ class S3ProfileFiles final : public store::ProfileFiles {
         client_(std::move(client)),
         cache_(std::move(cache)) {
     size_t strip = location_.prefix.empty() ? 0 : location_.prefix.size() + 1;
-    std::map<std::string, std::map<uint64_t, ObjectInfo>> parts;
+    // A job's prefix with one node (nodes/<host>/, the job layout) reads as that node's profile:
+    // its files at the root, over the top-level copies of framework/ and system/. With several
+    // nodes the root is the job: the top level merges them, nodes/<host>/ holds each one.
+    std::set<std::string> hosts;
     for (const ObjectInfo& o : objects) {
-      size_t at = o.key.rfind(kPartsSuffix);
-      if (at != std::string::npos && at >= strip) {
-        std::string offset = o.key.substr(at + kPartsSuffix.size());
-        if (offset.size() == 16 && offset.find_first_not_of("0123456789") == std::string::npos) {
-          parts[o.key.substr(strip, at - strip)][std::stoull(offset)] = o;
-          continue;
+      std::string rel = o.key.substr(strip);
+      if (!rel.starts_with("nodes/")) continue;
+      size_t slash = rel.find('/', 6);
+      if (slash != std::string::npos) hosts.insert(rel.substr(6, slash - 6));
+    }
+    std::string overlay = hosts.size() == 1 ? "nodes/" + *hosts.begin() + "/" : std::string();
+    std::map<std::string, std::map<uint64_t, ObjectInfo>> parts;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const ObjectInfo& o : objects) {
+        std::string rel = o.key.substr(strip);
+        bool in_overlay = !overlay.empty() && rel.starts_with(overlay);
+        if (!overlay.empty() && rel.starts_with("nodes/") && !in_overlay) continue;
+        if (in_overlay != (pass == 1)) continue;  // the node's own files last, so they win
+        if (in_overlay) rel = rel.substr(overlay.size());
+        size_t at = rel.rfind(kPartsSuffix);
+        if (at != std::string::npos) {
+          std::string offset = rel.substr(at + kPartsSuffix.size());
+          if (offset.size() == 16 && offset.find_first_not_of("0123456789") == std::string::npos) {
+            parts[rel.substr(0, at)][std::stoull(offset)] = o;
+            continue;
+          }
         }
+        objects_[rel] = o;
       }
-      objects_[o.key.substr(strip)] = o;
     }
     // A file uploaded only in parts (the recording did not finish): their concatenation, as far
     // as the ranges follow each other.

@@ -1,4 +1,4 @@
-// A local profile directory to an S3 prefix, resumable: objects already there with the same
+// A local profile directory to an S3 prefix (a sprof profile in the job layout, job_layout.hpp), resumable: objects already there with the same
 // size and ETag (the MD5 of a single-part upload, or of the parts' MD5s for a multipart one) are
 // skipped.
 
@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "remote/job_layout.hpp"
 #include "remote/md5.hpp"
 #include "remote/progress.hpp"
+#include "sprof/manifest.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -51,11 +53,18 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
   SPROF_TRY(S3Config config, resolve_s3_config(options));
   S3Client client(config);
-  std::string prefix = location.prefix.empty() ? std::string() : location.prefix + "/";
-  SPROF_TRY(std::vector<ObjectInfo> remote, client.list(location.bucket, prefix));
+  SPROF_TRY(std::vector<ObjectInfo> remote,
+            client.list(location.bucket, location.prefix.empty() ? std::string() : location.prefix + "/"));
   std::map<std::string, ObjectInfo> there;
   for (ObjectInfo& o : remote) there.emplace(o.key, std::move(o));
 
+  // A sprof profile goes up in the job layout (its node's part of a job's prefix), anything else as it is.
+  std::string host;
+  if (fs::exists(dir / "sprof.json", ec)) {
+    auto manifest = store::read_manifest(dir);
+    if (!manifest.ok()) return std::move(manifest).error();
+    host = manifest->host.empty() ? std::string("localhost") : manifest->host;
+  }
   UploadSummary summary;
   std::vector<std::pair<fs::path, std::string>> files;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
@@ -63,7 +72,7 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
     if (!it->is_regular_file(ec)) continue;
     fs::path rel = it->path().lexically_relative(dir);
     if (include && !include(rel)) continue;
-    files.emplace_back(it->path(), prefix + rel.generic_string());
+    for (std::string& key : job_keys(location.prefix, host, rel)) files.emplace_back(it->path(), std::move(key));
   }
   if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });

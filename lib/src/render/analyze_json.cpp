@@ -102,6 +102,33 @@ std::string analyze_json(const AnalyzeReport& r) {
                   {"modes", std::move(modes)},
                   {"slowest", std::move(slowest)},
                   {"note", note_or_null(r.steps_note)}};
+  if (r.step_skew) {
+    const auto& k = *r.step_skew;
+    Json ranks = Json::array();
+    for (const auto& x : k.ranks) {
+      ranks.push_back({{"rank", x.rank.empty() ? Json(nullptr) : Json(x.rank)},
+                       {"host", x.host},
+                       {"node_id", x.node_id},
+                       {"steps", x.steps},
+                       {"mean_s", x.mean_s},
+                       {"median_s", x.median_s},
+                       {"p95_s", x.p95_s},
+                       {"vs_fastest", x.vs_fastest}});
+    }
+    Json nodes = Json::array();
+    for (const auto& n : k.nodes) {
+      nodes.push_back({{"host", n.host}, {"ranks", n.ranks}, {"steps", n.steps}, {"median_s", n.median_s},
+                       {"vs_fastest", n.vs_fastest}});
+    }
+    out["steps"]["skew"] = {{"mode", k.mode},
+                            {"ranks", std::move(ranks)},
+                            {"nodes", std::move(nodes)},
+                            {"straggler", k.straggler},
+                            {"straggler_node", k.straggler_node.empty() ? Json(nullptr) : Json(k.straggler_node)},
+                            {"skew", k.skew}};
+  } else {
+    out["steps"]["skew"] = nullptr;
+  }
 
   Json functions;
   if (r.has_samples) {

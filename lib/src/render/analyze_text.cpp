@@ -143,6 +143,42 @@ void render_phases(std::string& out, const report::AnalyzeReport& r, bool color,
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
 }
 
+// Step times per rank and node: the straggler a data-parallel job waits for.
+void render_skew(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
+  if (!r.step_skew) return;
+  const auto& k = *r.step_skew;
+  heading(out, color, fmt::format("{} STEP TIMES BY RANK (median; the slowest sets the pace)", k.mode));
+  TextTable t({"RANK", "NODE", "PROCESS", "STEPS", "MEAN", "P50", "P95", "VS FASTEST"});
+  for (const auto& rank : k.ranks) {
+    bool slowest = rank.node_id == k.straggler;
+    t.add_row({{rank.rank.empty() ? "-" : rank.rank, ""},
+               {rank.host, ""},
+               {rank.node_id, ""},
+               {std::to_string(rank.steps), ""},
+               {seconds_text(rank.mean_s), ""},
+               {seconds_text(rank.median_s), ""},
+               {seconds_text(rank.p95_s), ""},
+               {fmt::format("{:+.1f}%", 100.0 * rank.vs_fastest), slowest && k.skew > 0.05 ? "33" : ""}});
+  }
+  out += indent(t.render(color, width > 2 ? width - 2 : 0));
+  if (k.nodes.size() > 1) {
+    TextTable n({"NODE", "RANKS", "STEPS", "P50", "VS FASTEST"});
+    for (const auto& node : k.nodes) {
+      n.add_row({{node.host, ""},
+                 {std::to_string(node.ranks), ""},
+                 {std::to_string(node.steps), ""},
+                 {seconds_text(node.median_s), ""},
+                 {fmt::format("{:+.1f}%", 100.0 * node.vs_fastest), node.host == k.straggler_node ? "33" : ""}});
+    }
+    out += "\n" + indent(n.render(color, width > 2 ? width - 2 : 0));
+  }
+  auto straggler = std::find_if(k.ranks.begin(), k.ranks.end(), [&](const auto& x) { return x.node_id == k.straggler; });
+  out += fmt::format("  straggler: {}{} on {}, its median step {:.1f}% slower than the fastest rank's{}\n",
+                     straggler->rank.empty() ? "process " : "rank ", straggler->rank.empty() ? k.straggler : straggler->rank,
+                     straggler->host, 100.0 * k.skew,
+                     k.straggler_node.empty() ? "" : fmt::format("; slowest node: {}", k.straggler_node));
+}
+
 void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
   heading(out, color, fmt::format("STEP TIMES (outliers: duration > mean + {}·std, as StepOutlier)", r.outlier_stddev));
   if (r.step_stats.empty()) {
@@ -167,6 +203,8 @@ void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, 
                {outliers, s.outlier_steps.empty() ? "" : "33"}});
   }
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
+
+  render_skew(out, r, color, width);
 
   heading(out, color,
           r.has_samples ? "SLOWEST STEPS (wall clock: the step's process, idle samples included)" : "SLOWEST STEPS");

@@ -135,6 +135,7 @@ Json nodes_json(const std::vector<query::NodeSummary>& nodes) {
   for (const auto& s : nodes) {
     Json j;
     j["node_id"] = s.node_id;
+    j["rank"] = s.rank.empty() ? Json(nullptr) : Json(s.rank);
     j["cprofile_stats"] = s.cprofile;
     j["pyinstrument_stats"] = s.pyinstrument;
     j["first_start_time_since_epoch_in_micros"] = s.first_start_us;
@@ -155,13 +156,19 @@ std::string nodes_csv(const std::vector<query::NodeSummary>& nodes) {
 }
 
 std::string nodes_table(const std::vector<query::NodeSummary>& nodes, const TextStyle& style) {
-  TextTable table({"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"});
+  // A RANK column when any process's rank is known (torchrun's RANK).
+  bool ranks = std::any_of(nodes.begin(), nodes.end(), [](const auto& s) { return !s.rank.empty(); });
+  std::vector<std::string> header{"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"};
+  if (ranks) header.insert(header.begin() + 1, "RANK");
+  TextTable table(header);
   for (const auto& s : nodes) {
-    table.add_row({{s.node_id, ""},
-                   {std::to_string(s.cprofile), ""},
-                   {std::to_string(s.pyinstrument), ""},
-                   {store::python_float_repr(s.first_start_us), ""},
-                   {store::python_float_repr(s.last_end_us), ""}});
+    std::vector<TableCell> row{{s.node_id, ""},
+                                     {std::to_string(s.cprofile), ""},
+                                     {std::to_string(s.pyinstrument), ""},
+                                     {store::python_float_repr(s.first_start_us), ""},
+                                     {store::python_float_repr(s.last_end_us), ""}};
+    if (ranks) row.insert(row.begin() + 1, {s.rank.empty() ? "-" : s.rank, ""});
+    table.add_row(row);
   }
   return table.render(style.color, style.width);
 }

@@ -189,6 +189,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
   report.steps = steps;
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
+  report.step_skew = step_skew(steps, store::process_ranks(dir));
   if (steps.empty()) {
     report.steps_note = contents.framework
                             ? "no Step:ModeKeys.* events in framework/pevents"

@@ -258,4 +258,32 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
   return m;
 }
 
+namespace {
+
+void add_ranks(const std::filesystem::path& dir, std::map<std::string, std::string>& out) {
+  auto manifest = read_manifest(dir);
+  if (!manifest.ok()) return;
+  for (const auto& p : manifest->processes) {
+    if (!p.rank.empty()) out[p.node_id] = p.rank;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> ranks;
+  const ProfileFiles& files = files_for(dir);
+  if (files.kind(dir / kManifestFileName) == FileKind::file) add_ranks(dir, ranks);
+  std::filesystem::path nodes = dir / "nodes";
+  if (files.kind(nodes) == FileKind::directory) {
+    auto entries = files.list(nodes);
+    if (entries.ok()) {
+      for (const auto& e : *entries) {
+        if (e.kind == FileKind::directory) add_ranks(e.path, ranks);
+      }
+    }
+  }
+  return ranks;
+}
+
 }  // namespace sprof::store

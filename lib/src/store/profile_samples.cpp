@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -73,6 +74,18 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<i
   fs::path samples_dir = dir / kSamplesDir;
   bool has_samples = files.kind(samples_dir) == FileKind::directory;
   if (!has_manifest && !has_samples) {
+    // A job's prefix in the S3 job layout: each node's profile is under nodes/<host>/.
+    if (files.kind(dir / "nodes") == FileKind::directory) {
+      std::vector<std::string> nodes;
+      if (auto entries = files.list(dir / "nodes"); entries.ok()) {
+        for (const auto& e : *entries) nodes.push_back(e.name);
+      }
+      if (!nodes.empty()) {
+        return make_error(ErrorKind::bad_input,
+                          "{} is a job of {} nodes ({}): give one node's profile, such as {}",
+                          dir.string(), nodes.size(), fmt::join(nodes, ", "), (dir / "nodes" / nodes.front()).string());
+      }
+    }
     return make_error(ErrorKind::bad_input, "{} is not a sprof profile (no {} and no samples/)", dir.string(),
                       kManifestFileName);
   }
