@@ -24,6 +24,7 @@ struct GlobalOptions {
   std::string endpoint_url;    // --endpoint-url
   std::string cache_dir;       // --cache-dir
   int retries = 4;             // --retries
+  double s3_timeout_s = 60;    // --s3-timeout
 };
 
 // The S3 options the global flags give (endpoint, cache, retries; a progress line on a terminal).

@@ -100,6 +100,10 @@ int run(int argc, char** argv) {
                  "Attempts after the first for S3 requests that failed with 5xx, a timeout or a reset connection")
       ->check(CLI::Range(0, 20))
       ->capture_default_str();
+  app.add_option("--s3-timeout", g_options.s3_timeout_s,
+                 "An S3 transfer that moves no byte for this many seconds fails (and is retried)")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
   app.require_subcommand(1);
   app.fallthrough();
 
@@ -146,6 +150,7 @@ remote::S3Options s3_options() {
   o.endpoint_url = g_options.endpoint_url;
   o.cache_dir = g_options.cache_dir;
   o.retries = g_options.retries;
+  o.timeout_s = g_options.s3_timeout_s;
   o.progress = !g_options.quiet && isatty(STDERR_FILENO) != 0;
   return o;
 }

@@ -22,6 +22,12 @@ struct StatsDirsFlags {
 };
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
+  if (remote::is_s3_url(flags.dir)) {
+    return make_error(ErrorKind::usage,
+                      "stats-dirs rewrites a profile in place, which an S3 prefix is not: copy it (aws s3 sync {} DIR, "
+                      "or the node's nodes/<host>/ part), run stats-dirs on DIR, then sprof upload DIR {}",
+                      flags.dir, flags.dir);
+  }
   recorder::StatsDirsPlan plan;
   SPROF_TRY(plan.window, window_from_flags(flags.window));
   plan.every_interval = flags.every_interval;

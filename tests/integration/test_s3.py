@@ -22,6 +22,7 @@ import time
 import unittest
 import urllib.request
 
+from browser_testlib import chromium
 from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
 
 SERVER_DIR = os.path.join(SOURCE_DIR, "tests", "s3server")
@@ -79,6 +80,10 @@ class FaultProxy:
         self.target = target
         self.fail = fail
         self.reset = reset
+        self.stall = 0      # requests to answer only after stall_s seconds
+        self.stall_s = 0
+        self.cut = 0        # object GETs whose body is cut short (the length promised, less sent)
+        self.inject_key = None  # a key added to every listing
         self.seen = 0
         proxy = self
 
@@ -104,6 +109,9 @@ class FaultProxy:
                     self.connection.close()
                     self.close_connection = True
                     return
+                if proxy.stall > 0:
+                    proxy.stall -= 1
+                    time.sleep(proxy.stall_s)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 req = urllib.request.Request(proxy.target + self.path, data=body, method=self.command,
@@ -113,18 +121,31 @@ class FaultProxy:
                     status, headers, data = resp.status, resp.headers, resp.read()
                 except urllib.error.HTTPError as e:
                     status, headers, data = e.code, e.headers, e.read()
+                if proxy.inject_key and "list-type=2" in self.path and status == 200:
+                    extra = ("<Contents><Key>%s</Key><Size>4</Size><ETag>&quot;x&quot;</ETag></Contents>"
+                             % proxy.inject_key).encode()
+                    data = data.replace(b"</ListBucketResult>", extra + b"</ListBucketResult>")
+                promised = len(data)
+                if proxy.cut > 0 and self.command == "GET" and "list-type" not in self.path and len(data) > 10:
+                    proxy.cut -= 1
+                    data = data[: len(data) // 2]
+                    self.close_connection = True
                 self.send_response(status)
                 for k, v in headers.items():
                     if k.lower() not in ("transfer-encoding", "connection", "content-length"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(promised))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
 
             do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = handle_one
 
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        class Server(socketserver.ThreadingTCPServer):
+            def handle_error(self, request, client_address):
+                pass  # a client that gave up on a stalled or cut answer closed its end: expected
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -328,6 +349,17 @@ class S3Test(TempDirTestCase):
         self.assertGreater(skew["skew"], 0.4)
         text = self.sprof("analyze", url, cache=cache).stdout
         self.assertIn("straggler: rank 1 on algo-2", text)
+        # The report says the same, drawn in a real browser.
+        report = os.path.join(self.tmp, "job.html")
+        self.sprof("report", url, "-o", report, cache=cache)
+        if chromium():
+            dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                  "--user-data-dir=" + os.path.join(self.tmp, "chromium"),
+                                  "--virtual-time-budget=10000", "--dump-dom", "file://" + report],
+                                 capture_output=True, text=True, timeout=120).stdout
+            self.assertIn('class="skew-table"', dom)
+            self.assertIn("Straggler: rank 1 on algo-2", dom)
+            self.assertEqual(dom.count('<tr class="straggler">'), 2)  # the rank and its node
         # The stats queries merge both nodes; --node picks one.
         both = self.sprof("list-stats", url, "--format", "json", cache=cache).stdout
         one = self.sprof("list-stats", url, "--node", by_host["algo-2"]["node_id"], "--format", "json",
@@ -379,6 +411,55 @@ class S3Test(TempDirTestCase):
                         "nodes", self.url, check=1, env=self.env)
         self.assertIn("503 SlowDown", out.stderr)
         self.assertIn("s3://%s" % BUCKET, out.stderr)
+
+    def test_stalls_cut_bodies_and_escaping_keys(self):
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        cache = os.path.join(self.tmp, "c")
+        # A stalled answer times out and is asked again; a body cut short is fetched again and
+        # never left in the cache; a listed key with '..' is left out, not written outside it.
+        proxy.stall, proxy.stall_s = 1, 3
+        proxy.cut = 2
+        proxy.inject_key = "runs/one/../../escape.txt"
+        out = run_sprof("-v", "--endpoint-url", proxy.endpoint, "--s3-timeout", "1", "--cache-dir", cache,
+                        "analyze", self.url, check=0, env=self.env)
+        self.assertEqual((proxy.stall, proxy.cut), (0, 0))
+        self.assertGreaterEqual(self.requests(out.stderr)[1], 3, out.stderr)
+        self.assertIn("left out", out.stderr)
+        self.assertEqual(out.stdout.replace(self.url, self.local), run_sprof("analyze", self.local, check=0).stdout)
+        for root, _, files in os.walk(self.tmp):
+            self.assertNotIn("escape.txt", files, root)
+            for name in files:
+                self.assertNotRegex(name, r"\.part[\d-]+$")
+        # Retries exhausted: a clear error, and still nothing partial.
+        proxy.cut = 100
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--retries", "1", "--cache-dir",
+                        os.path.join(self.tmp, "d"), "export", "-f", "collapsed", self.url, check=1, env=self.env)
+        self.assertRegex(out.stderr, r"s3://%s/runs/one/\S+: .*(Transferred a partial file|GET failed after 2)" % BUCKET)
+        for root, _, files in os.walk(os.path.join(self.tmp, "d")):
+            for name in files:
+                self.assertNotRegex(name, r"\.part[\d-]+$")
+
+    def test_ten_thousand_objects_in_small_pages(self):
+        big = os.path.join(self.tmp, "big")
+        shutil.copytree(self.local, big)
+        for d in range(100):
+            os.makedirs(os.path.join(big, "extra", "d%03d" % d))
+            for i in range(100):
+                with open(os.path.join(big, "extra", "d%03d" % d, "f%03d" % i), "w") as f:
+                    f.write("x")
+        url = "s3://%s/runs/big" % BUCKET
+        out = self.sprof("upload", big, url)
+        self.assertRegex(out.stderr, r"(\d+) of \1 files uploaded")
+        # Pages of 500 keys against the server's 1000: the difference in requests is the listing's.
+        small = self.sprof("-v", "nodes", url, env={"SPROF_S3_PAGE_SIZE": "500"}, cache=os.path.join(self.tmp, "c"))
+        objects = int(re.search(r"(\d+) objects, \d+ bytes", small.stderr).group(1))
+        self.assertGreater(objects, 10000)
+        default = self.sprof("-v", "nodes", url, cache=os.path.join(self.tmp, "c2"))
+        pages = lambda size: (objects + size - 1) // size
+        self.assertEqual(self.requests(small.stderr)[0] - self.requests(default.stderr)[0], pages(500) - pages(1000))
+        listed = small
+        self.assertEqual(listed.stdout, self.sprof("nodes", self.url).stdout)
 
     def test_errors_name_bucket_and_key_and_never_the_secret(self):
         secret = "VerySecretKey1234567890"

@@ -30,6 +30,9 @@ struct ManifestProcess {
   std::string executable;
   std::vector<std::string> cmdline;
   std::string rank;            // $RANK of the process (torchrun), if set
+  std::string local_rank;      // $LOCAL_RANK, $WORLD_SIZE, $GROUP_RANK likewise
+  std::string world_size;
+  std::string group_rank;
   std::string sample_log;      // relative to the profile directory; empty when nothing was sampled
   int64_t attach_ns = 0;       // CLOCK_MONOTONIC; 0 if never attached
   int64_t detach_ns = 0;

@@ -123,6 +123,7 @@ class S3Client {
  private:
   struct Impl;
   S3Config config_;
+  int page_size_ = 0;  // ListObjectsV2 max-keys; 0: the server's default
   std::unique_ptr<Impl> impl_;
 };
 

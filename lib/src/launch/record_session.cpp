@@ -330,6 +330,9 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
   t.info.cmdline = cmdline_of(t.pid);
   t.info.ppid = parent_of(t.pid).value_or(t.info.ppid);
   t.info.rank = environment_variable(t.pid, "RANK").value_or("");
+  t.info.local_rank = environment_variable(t.pid, "LOCAL_RANK").value_or("");
+  t.info.world_size = environment_variable(t.pid, "WORLD_SIZE").value_or("");
+  t.info.group_rank = environment_variable(t.pid, "GROUP_RANK").value_or("");
   if (t.info.attach_ns == 0) t.info.attach_ns = now_ns;
   t.info.error.clear();
   t.exe = t.info.executable;

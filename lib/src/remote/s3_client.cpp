@@ -30,6 +30,8 @@ S3Client::S3Client(S3Config config) : config_(std::move(config)), impl_(std::mak
     multipart_threshold = uint64_t(std::atoll(t));
     part_size = std::max<uint64_t>(multipart_threshold, 1);
   }
+  // Another: listings in small pages (S3's default and maximum is 1000 keys a page).
+  if (const char* p = std::getenv("SPROF_S3_PAGE_SIZE"); p != nullptr && std::atoi(p) > 0) page_size_ = std::atoi(p);
 }
 S3Client::~S3Client() = default;
 
@@ -55,6 +57,7 @@ Result<std::vector<ObjectInfo>> S3Client::list(const std::string& bucket, const 
     HttpRequest r;
     r.bucket = bucket;
     r.query = {{"list-type", "2"}, {"prefix", prefix}};
+    if (page_size_ > 0) r.query.emplace_back("max-keys", std::to_string(page_size_));
     if (!token.empty()) r.query.emplace_back("continuation-token", token);
     SPROF_TRY(HttpResponse response, http.perform(r));
     for (std::string_view contents : xml_elements(response.body, "Contents")) {

@@ -2,8 +2,12 @@
 // size and ETag (the MD5 of a single-part upload, or of the parts' MD5s for a multipart one) are
 // skipped.
 
+#include <atomic>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -76,31 +80,58 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   }
   if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  // A bounded pool of uploads at once (S3 answers each PUT in tens of milliseconds).
   ProgressLine progress(options.progress, "uploading");
-  for (const auto& [path, key] : files) {
-    progress.update(summary.files, files.size(), summary.bytes);
-    ++summary.files;
-    uint64_t size = fs::file_size(path, ec);
-    if (ec) {
-      summary.failed.push_back(fmt::format("{}: {}", path.string(), ec.message()));
-      continue;
+  std::mutex mutex;
+  std::atomic<size_t> next{0};
+  std::optional<Error> refused;  // credentials or permissions: no use trying the other files
+  auto worker = [&] {
+    for (;;) {
+      size_t i = next.fetch_add(1);
+      if (i >= files.size()) return;
+      {
+        std::lock_guard lock(mutex);
+        if (refused) return;
+      }
+      const auto& [path, key] = files[i];
+      std::error_code size_ec;
+      uint64_t size = fs::file_size(path, size_ec);
+      std::string failure;
+      bool skipped = false;
+      if (size_ec) {
+        failure = fmt::format("{}: {}", path.string(), size_ec.message());
+      } else if (auto found = there.find(key);
+                 found != there.end() && found->second.size == size &&
+                 found->second.etag == expected_etag(path, size, client)) {
+        skipped = true;
+      } else if (auto put = client.put_file(location.bucket, key, path); !put.ok()) {
+        failure = fmt::format("{}: {}", path.string(), put.error().message);
+        if (put.error().kind == ErrorKind::permission) {
+          std::lock_guard lock(mutex);
+          if (!refused) refused = put.error();
+        }
+      } else {
+        spdlog::debug("uploaded {} to s3://{}/{}", path.string(), location.bucket, key);
+      }
+      std::lock_guard lock(mutex);
+      ++summary.files;
+      if (!failure.empty()) {
+        summary.failed.push_back(std::move(failure));
+      } else if (skipped) {
+        ++summary.skipped;
+      } else {
+        ++summary.uploaded;
+        summary.bytes += size;
+      }
+      progress.update(summary.files, files.size(), summary.bytes);
     }
-    auto found = there.find(key);
-    if (found != there.end() && found->second.size == size && found->second.etag == expected_etag(path, size, client)) {
-      ++summary.skipped;
-      continue;
-    }
-    auto put = client.put_file(location.bucket, key, path);
-    if (!put.ok()) {
-      summary.failed.push_back(fmt::format("{}: {}", path.string(), put.error().message));
-      // Credentials or permissions will not get better for the next file.
-      if (put.error().kind == ErrorKind::permission) return std::move(put).error();
-      continue;
-    }
-    ++summary.uploaded;
-    summary.bytes += size;
-    spdlog::debug("uploaded {} to s3://{}/{}", path.string(), location.bucket, key);
-  }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(config.options.parallel, int(files.size())); ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  if (refused) return *refused;
+  std::sort(summary.failed.begin(), summary.failed.end());
   return summary;
 }
 

@@ -150,6 +150,26 @@
               m.outliers + (m.outlier_steps.length ? " (" + m.outlier_steps.join(", ") + ")" : "")];
     });
     table(box, ["mode", "node", "steps", "mean", "p50", "p95", "max", "outliers (> mean + " + A.steps.outlier_stddev + " σ)"], stats);
+    // Several ranks or nodes: their step times side by side, the straggler named.
+    var skew = A.steps.skew;
+    if (skew) {
+      box.appendChild(el("h3", { text: skew.mode + " step times by rank (the slowest sets the pace)" }));
+      table(box, ["rank", "node", "process", "steps", "mean", "p50", "p95", "vs fastest"], skew.ranks.map(function (r) {
+        return { cls: r.node_id === skew.straggler ? "straggler" : "",
+                 cells: [r.rank === null ? "-" : r.rank, r.host, r.node_id, r.steps, seconds(r.mean_s), seconds(r.median_s),
+                         seconds(r.p95_s), "+" + pct(r.vs_fastest)] };
+      }), "skew-table");
+      if (skew.nodes.length > 1) {
+        table(box, ["node", "ranks", "steps", "p50", "vs fastest"], skew.nodes.map(function (n) {
+          return { cls: n.host === skew.straggler_node ? "straggler" : "",
+                   cells: [n.host, n.ranks, n.steps, seconds(n.median_s), "+" + pct(n.vs_fastest)] };
+        }), "skew-nodes-table");
+      }
+      var slow = skew.ranks.filter(function (r) { return r.node_id === skew.straggler; })[0];
+      note(box, "Straggler: " + (slow.rank === null ? "process " + slow.node_id : "rank " + slow.rank) + " on " + slow.host +
+           ", its median step " + pct(skew.skew) + " slower than the fastest rank's" +
+           (skew.straggler_node ? "; slowest node: " + skew.straggler_node : "") + ".");
+    }
     // The slowest steps and the outliers, each linked to its flame graph.
     var listed = steps.slice().sort(function (a, b) { return b.seconds - a.seconds; }).slice(0, 20);
     steps.forEach(function (s) { if (s.outlier && listed.indexOf(s) < 0) listed.push(s); });

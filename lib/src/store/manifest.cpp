@@ -98,6 +98,9 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
     jp["executable"] = p.executable;
     jp["cmdline"] = p.cmdline;
     if (!p.rank.empty()) jp["rank"] = p.rank;
+    if (!p.local_rank.empty()) jp["local_rank"] = p.local_rank;
+    if (!p.world_size.empty()) jp["world_size"] = p.world_size;
+    if (!p.group_rank.empty()) jp["group_rank"] = p.group_rank;
     jp["sample_log"] = p.sample_log;
     jp["attach_ns"] = p.attach_ns;
     jp["detach_ns"] = p.detach_ns;
@@ -192,6 +195,9 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
         get_if(jp, "executable", p.executable);
         get_if(jp, "cmdline", p.cmdline);
         get_if(jp, "rank", p.rank);
+        get_if(jp, "local_rank", p.local_rank);
+        get_if(jp, "world_size", p.world_size);
+        get_if(jp, "group_rank", p.group_rank);
         get_if(jp, "sample_log", p.sample_log);
         get_if(jp, "attach_ns", p.attach_ns);
         get_if(jp, "detach_ns", p.detach_ns);
