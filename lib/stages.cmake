@@ -31,6 +31,8 @@ sprof_stage(gpu DEPS launch store
   HEADERS gpu gpu_hook)
 sprof_stage(bootstrap DEPS launch store timeline window
   HEADERS bootstrap step_hook)
+sprof_stage(live DEPS bootstrap launch pyframes store
+  HEADERS top)
 sprof_stage(sysmon DEPS launch store
   HEADERS sysmon sysmon_hook)
 sprof_stage(intervals DEPS launch store timeline
@@ -43,8 +45,8 @@ sprof_stage(rules DEPS store
   HEADERS rules)
 sprof_stage(report DEPS query rules store timeline
   HEADERS analyze chrome_trace gpu_report marker_stats report_views sample_report)
-sprof_stage(render DEPS pyframes query report rules store
-  HEADERS analyze_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
+sprof_stage(render DEPS live pyframes query report rules store
+  HEADERS top_render analyze_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
           text_table)
 sprof_stage(traces DEPS launch report store timeline
   HEADERS trace_windows)

@@ -59,5 +59,6 @@ void add_analyze(CLI::App& app, CommandList& commands);
 void add_markers(CLI::App& app, CommandList& commands);
 void add_gpu(CLI::App& app, CommandList& commands);
 void add_upload(CLI::App& app, CommandList& commands);
+void add_top(CLI::App& app, CommandList& commands);
 
 }  // namespace sprof::cli

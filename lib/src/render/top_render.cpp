@@ -1,0 +1,54 @@
+#include "sprof/top_render.hpp"
+
+#include <fmt/format.h>
+
+namespace sprof::render {
+namespace {
+
+std::string fit(std::string text, size_t width) {
+  if (text.size() > width) text.resize(width);
+  return text;
+}
+
+std::string duration(double s) {
+  if (s < 60) return fmt::format("{:.2f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", int(s / 60), int(s) % 60);
+  return fmt::format("{}h{:02d}m", int(s / 3600), int(s / 60) % 60);
+}
+
+}  // namespace
+
+std::string top_screen(const live::TopView& view, const TopScreenOptions& o) {
+  const live::TopHeader& h = view.header;
+  std::string out;
+  auto line = [&](const std::string& text) { out += fit(text, o.width) + "\n"; };
+  line(fmt::format("sprof top: {} ({}{}), {}", o.target, h.python.empty() ? "Python ?" : "Python " + h.python,
+                   h.processes > 1 ? fmt::format(", {} processes", h.processes) : "", h.status));
+  std::string steps = h.step ? fmt::format("step {} ({}), {:.2f} steps/s", *h.step, h.mode.empty() ? "?" : h.mode,
+                                           std::max(h.steps_per_s, 0.0))
+                             : std::string("steps: none seen");
+  std::string cpu = h.cpu_share >= 0 ? fmt::format("CPU {:.0f}%", 100 * h.cpu_share) : std::string("CPU ?");
+  line(fmt::format("{} | {} | threads {} | samples {} | {}", steps, cpu, h.threads, h.samples, duration(h.elapsed_s)));
+  const char* mark[] = {"", "", ""};
+  int key = o.sort == live::TopSort::own ? 0 : o.sort == live::TopSort::total ? 1 : 2;
+  mark[key] = "*";
+  line(fmt::format("keys: o own{}  t total{}  n name{}  q quit", mark[0], mark[1], mark[2]));
+  line("");
+  std::string head = fmt::format("{:>6} {:>7} {:>9} {:>10}  {}", "%Own", "%Total", "OwnTime", "TotalTime",
+                                 "Function (filename:line)");
+  out += o.color ? "\x1b[7m" + fit(head, o.width) + std::string(o.width > head.size() ? o.width - head.size() : 0, ' ') +
+                       "\x1b[0m\n"
+                 : fit(head, o.width) + "\n";
+  size_t used = 5;
+  for (const live::TopRow& r : view.rows) {
+    if (used >= o.height) break;
+    if (r.own_share == 0 && r.total_share == 0 && r.total_s == 0) continue;
+    line(fmt::format("{:>5.1f}% {:>6.1f}% {:>9} {:>10}  {} ({}:{})", 100 * r.own_share, 100 * r.total_share,
+                     duration(r.own_s), duration(r.total_s), r.function, r.file, r.line));
+    ++used;
+  }
+  if (view.rows.empty()) line("(no samples yet)");
+  return out;
+}
+
+}  // namespace sprof::render

@@ -1,0 +1,125 @@
+"""`sprof top` in a real terminal (tmux, 80x24): against a real workload the hot function is on top
+within 3 s, the header shows the step and mode the bootstrap reports, a key press switches the
+sort, q quits and leaves the target running; the same attached to a running process (--pid);
+bad flags are usage errors."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from sprof_testlib import TempDirTestCase, run_sprof
+
+WORKLOAD = r"""
+import time
+try:
+    import sprof  # under sprof's bootstrap; not when attached to
+except ImportError:
+    sprof = None
+def hot_function(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def cold_function():
+    time.sleep(0.001)
+if sprof:
+    sprof.set_mode(sprof.TRAIN)
+for i in range(10 ** 6):
+    if sprof:
+        sprof.step()
+    hot_function(200000)
+    cold_function()
+"""
+
+
+class TopTest(TempDirTestCase):
+    def setUp(self):
+        super().setUp()
+        if not shutil.which("tmux"):
+            self.skipTest("no tmux (scripts/install-deps installs it)")
+        self.session = "sprof-top-%d" % os.getpid()
+        self.script = os.path.join(self.tmp, "hot_workload.py")
+        with open(self.script, "w") as f:
+            f.write(WORKLOAD)
+        self.addCleanup(self.kill_workloads)
+        self.addCleanup(lambda: subprocess.run(["tmux", "kill-session", "-t", self.session], capture_output=True))
+
+    def kill_workloads(self):
+        subprocess.run(["pkill", "-f", self.script], capture_output=True)
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+
+    def start(self, command):
+        # The pane stays after sprof exits (remain-on-exit), so its last screen can be read.
+        self.tmux("new-session", "-d", "-s", self.session, "-x", "80", "-y", "24", command)
+        self.tmux("set-option", "-t", self.session, "remain-on-exit", "on")
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", self.session)
+
+    def wait_for(self, predicate, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.2)
+        return self.screen()
+
+    def first_row(self, text):
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if "Function (filename:line)" in line and i + 1 < len(lines):
+                return lines[i + 1]
+        return ""
+
+    def workload_pids(self):
+        out = subprocess.run(["pgrep", "-f", self.script], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def check_live_view(self, expect_steps):
+        t0 = time.time()
+        text = self.wait_for(lambda s: "hot_function" in self.first_row(s), 3.0)
+        self.assertIn("hot_function", self.first_row(text), text)
+        self.assertLess(time.time() - t0, 3.5)
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80)
+        if expect_steps:
+            self.assertRegex(text, r"step \d+ \(train\), [\d.]+ steps/s")
+        self.tmux("send-keys", "-t", self.session, "t")
+        text = self.wait_for(lambda s: "t total*" in s, 3.0)
+        self.assertIn("t total*", text)
+        self.assertIn("<module>", self.first_row(text))  # the outermost frame has all the total time
+        self.tmux("send-keys", "-t", self.session, "q")
+        self.wait_for(lambda s: "Pane is dead" in s or "sprof top" not in s, 5.0)
+        time.sleep(0.5)
+        self.assertTrue(self.workload_pids(), "q must leave the job running")
+
+    def test_a_launched_command(self):
+        self.start("%s top -- %s %s" % (os.environ["SPROF_BIN"], sys.executable, self.script))
+        self.check_live_view(expect_steps=True)
+
+    def test_an_attached_process(self):
+        proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.DEVNULL)
+        self.addCleanup(proc.kill)
+        time.sleep(0.5)
+        self.start("%s top --pid %d" % (os.environ["SPROF_BIN"], proc.pid))
+        self.check_live_view(expect_steps=False)
+        self.assertIsNone(proc.poll())
+
+    def test_bad_flags(self):
+        out = run_sprof("top", check=2)
+        self.assertIn("give --pid PID or a command after --", out.stderr)
+        out = run_sprof("top", "--pid", "1", "--", "true", check=2)
+        self.assertIn("not both", out.stderr)
+        out = run_sprof("top", "--pid", "999999999", check=2)
+        self.assertIn("no such process", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
