@@ -43,6 +43,8 @@ sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)
 sprof_stage(rules DEPS store
   HEADERS rules)
+sprof_stage(watch DEPS launch rules store timeline
+  HEADERS rule_watch)
 sprof_stage(report DEPS query rules store timeline
   HEADERS analyze chrome_trace gpu_report marker_stats report_views sample_report)
 sprof_stage(render DEPS live pyframes query report rules store

@@ -25,6 +25,7 @@ struct GlobalOptions {
   std::string cache_dir;       // --cache-dir
   int retries = 4;             // --retries
   double s3_timeout_s = 60;    // --s3-timeout
+  std::vector<std::string> command;  // what followed the first "--" (record's and top's command)
 };
 
 // The S3 options the global flags give (endpoint, cache, retries; a progress line on a terminal).

@@ -1,6 +1,7 @@
 // sprof: the command line over libsprof. Parses flags, runs one subcommand, and
 // is the one place that turns library errors into messages and exit codes.
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -111,7 +112,18 @@ int run(int argc, char** argv) {
   add_all_commands(app, commands);
 
   try {
-    app.parse(argc, argv);
+    // Everything after the first "--" is the command to run (record, top), whatever it holds:
+    // CLI11 lets an option that takes values end at "--" and parses what follows as options.
+    std::vector<std::string> args;
+    for (int i = argc - 1; i > 0; --i) args.emplace_back(argv[i]);  // CLI11 takes them reversed
+    auto dashes = std::find(args.rbegin(), args.rend(), "--");
+    if (dashes != args.rend()) {
+      auto at = dashes.base() - 1;  // the "--"; what follows it in argv comes before it here
+      g_options.command.assign(args.begin(), at);
+      std::reverse(g_options.command.begin(), g_options.command.end());
+      args.erase(args.begin(), at + 1);
+    }
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -16,6 +16,8 @@
 #include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
+#include "fail_on.hpp"
+#include "sprof/rule_watch.hpp"
 #include "sprof/s3.hpp"
 #include "sprof/sysmon.hpp"
 #include "sprof/trace_windows.hpp"
@@ -45,7 +47,26 @@ struct RecordFlags {
   std::string trace_schedule;
   traces::TraceWindowsOptions traces;
   double upload_interval_s = 10;  // -o s3://...
+  // Rules while the job runs.
+  std::vector<std::string> rules;
+  std::vector<std::string> actions;
+  watch::RuleWatchOptions watch;
+  std::string fail_on;
 };
+
+// --rule/--rules and --action: the hook, or nothing without a rule.
+Result<std::unique_ptr<watch::RuleWatch>> rule_watch(const RecordFlags& flags, const CLI::App& sub) {
+  if (flags.rules.empty()) {
+    for (const char* name : {"--action", "--rule-interval", "--stop-grace", "--fail-on"}) {
+      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --rule or --rules", name);
+    }
+    return std::unique_ptr<watch::RuleWatch>();
+  }
+  watch::RuleWatchOptions options = flags.watch;
+  for (const std::string& r : flags.rules) SPROF_TRY_STATUS(watch::parse_rule_flag(r, options));
+  for (const std::string& a : flags.actions) SPROF_TRY_STATUS(watch::parse_action_flag(a, options));
+  return watch::RuleWatch::create(options);
+}
 
 // --trace-schedule and its companions: the hook, or nothing without a schedule.
 Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(const RecordFlags& flags, const CLI::App& sub) {
@@ -212,12 +233,35 @@ void add_record(CLI::App& app, CommandList& commands) {
                 "Replace a step trace file that exists (else it is kept and the window is not written)");
   sub->add_option("--run-name", flags->traces.run_name,
                   "{run_name} in the step traces' names (default: $RUN_NAME, else the profile directory's name)");
+  // Rules while the job runs.
+  sub->add_option("--rule", flags->rules,
+                  "Evaluate this rule on the data recorded so far every --rule-interval seconds and at the end "
+                  "(NAME[:param=value,...]; repeatable; 'all' for ProfilerReport's eleven)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--rules", flags->rules, "Same as --rule (--rules all)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--rule-interval", flags->watch.interval_s, "Seconds between rule evaluations")
+      ->capture_default_str()
+      ->check(finite_in(1.0, 86400.0));
+  sub->add_option("--action", flags->actions,
+                  "What a rule's new finding does: RULE=stop (end the job: SIGINT, SIGTERM and SIGKILL after "
+                  "--stop-grace), RULE=exec:COMMAND (run a notifier) or RULE=log; repeatable")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--stop-grace", flags->watch.stop_grace_s, "Seconds between the signals of a stop action")
+      ->capture_default_str()
+      ->check(finite_in(0.1, 3600.0));
+  sub->add_option("--fail-on", flags->fail_on,
+                  "Exit 3 when the command succeeded but one of these rules (any, or RULE[,RULE...]) found issues "
+                  "at the end");
   sub->add_option("command", flags->command, "The command to run, after --");
 
   commands.push_back({sub, [flags, python_flags, sub]() -> Result<int> {
     recorder::RecordPlan plan;
     plan.launch = flags->options;
-    plan.launch.command = flags->command;
+    plan.launch.command = flags->command.empty() ? global_options().command : flags->command;
     plan.launch.blocking = flags->blocking;
     plan.launch.output_dir = flags->output;
     std::unique_ptr<remote::LiveUpload> upload;
@@ -245,6 +289,8 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
     if (trace_windows) observers.push_back(trace_windows.get());
     if (upload) observers.push_back(upload.get());
+    SPROF_TRY(std::unique_ptr<watch::RuleWatch> watching, rule_watch(*flags, *sub));
+    if (watching) observers.push_back(watching.get());
     auto recording = recorder::record(plan, observers);
     status.clear();
     if (!recording.ok()) return std::move(recording).error();
@@ -271,6 +317,10 @@ void add_record(CLI::App& app, CommandList& commands) {
       }
     }
     int exit_code = result->exit_code;
+    if (watching && !flags->fail_on.empty() && exit_code == 0) {
+      SPROF_TRY(auto fail_on, parse_fail_on(flags->fail_on, watching->final_results()));
+      exit_code = fail_on_exit_code(watching->final_results(), fail_on, flags->fail_on);
+    }
     if (upload) {
       remote::LiveUploadResult up = upload->finish();
       if (up.not_uploaded.empty()) {

@@ -83,7 +83,7 @@ live::TopSort sort_of(const std::string& s) {
 
 Result<int> run_top(const TopFlags& flags) {
   live::TopOptions options = flags.options;
-  options.command = flags.command;
+  options.command = flags.command.empty() ? global_options().command : flags.command;
   options.inject = !flags.no_inject;
   SPROF_TRY(std::unique_ptr<live::TopSession> session, live::TopSession::start(options));
   struct sigaction sa {};
@@ -91,7 +91,7 @@ Result<int> run_top(const TopFlags& flags) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   bool interactive = isatty(STDOUT_FILENO) != 0 && isatty(STDIN_FILENO) != 0;
-  std::string target = options.pid != 0 ? fmt::format("pid {}", options.pid) : fmt::format("{}", fmt::join(flags.command, " "));
+  std::string target = options.pid != 0 ? fmt::format("pid {}", options.pid) : fmt::format("{}", fmt::join(options.command, " "));
   live::TopSort sort = sort_of(flags.sort);
   Screen screen(interactive);
   auto next = std::chrono::steady_clock::now();

@@ -40,7 +40,9 @@ struct Recording {
 
 // Usage errors (ErrorKind::usage) for a plan that cannot work: neither or both of a command and
 // a pid, cProfile with --pid or without the bootstrap, a system interval smdebug does not know.
-// `observers` (a status line) see the recording as hooks do, after the system monitor.
+// `observers` (a status line, per-step traces, uploads, rules) see the recording as hooks do,
+// after every stage's own hook: markers drained, and at the end the step trace and the stats
+// directories written.
 Result<Recording> record(const RecordPlan& plan, const std::vector<launch::RecordHooks*>& observers = {});
 
 // `sprof stats-dirs`: the end of a recording again, later: rewrites a recorded profile's

@@ -98,7 +98,6 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
   }
   gpu::GpuRecordHook gpu_tracing(plan.gpu);
   hooks.push_back(&gpu_tracing);
-  hooks.insert(hooks.end(), observers.begin(), observers.end());
   bootstrap::StepRecordHook steps(plan.steps);
   hooks.push_back(&steps);
 
@@ -128,6 +127,9 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
   // Sampled stats only in sampling mode (smdebug writes one profiler's stats), and not when
   // --profiler-config turns python profiling off.
   if (plan.python.sampled_stats()) hooks.push_back(&interval_stats);
+  // Observers last: in housekeeping they find the markers drained, and at the end the step
+  // trace and the stats directories written.
+  hooks.insert(hooks.end(), observers.begin(), observers.end());
 
   SPROF_TRY(launch::RecordResult result, launch::record(plan.launch, hooks));
   Recording recording{std::move(result), steps.summary(), interval_stats.summary()};

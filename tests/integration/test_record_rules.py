@@ -1,0 +1,104 @@
+"""`record --rule ... --action ...`: SageMaker Debugger's rules evaluated while a real Python job
+runs (every --rule-interval seconds, and at the end), verdict lines on stderr, the rule-output
+layout in the profile, actions fired once per new finding (exec: a notifier with the verdict in its
+environment; stop: SIGINT, then SIGTERM after --stop-grace for a job that ignores SIGINT), sprof
+exiting with the job's status, --fail-on, and bad flags as usage errors."""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+from sprof_testlib import TempDirTestCase, run_sprof
+
+# Every tenth step is much longer: StepOutlier with stddev=1 finds them.
+WORKLOAD = r"""
+import signal, sys, time
+import sprof
+if %(ignore_sigint)s:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+sprof.set_mode(sprof.TRAIN)
+for i in range(%(steps)d):
+    with sprof.step_context():
+        work(100000 if i %% 10 else 1500000)
+print("finished")
+"""
+
+
+class RecordRules(TempDirTestCase):
+    def record(self, *flags, steps=300, ignore_sigint=False, check=None):
+        script = os.path.join(self.tmp, "train.py")
+        with open(script, "w") as f:
+            f.write(WORKLOAD % {"steps": steps, "ignore_sigint": ignore_sigint})
+        out = os.path.join(self.tmp, "prof")
+        proc = run_sprof("record", "-o", out, "--force", "--no-system-metrics", *flags, "--", sys.executable, script,
+                         check=check, cwd=self.tmp)
+        with open(os.path.join(out, "sprof.json")) as f:
+            manifest = json.load(f)
+        return out, proc, manifest
+
+    def test_exec_fires_once_per_finding_and_the_layout_is_written(self):
+        log = os.path.join(self.tmp, "notify.log")
+        out, proc, manifest = self.record(
+            "--rule", "StepOutlier:stddev=1,n_outliers=1", "--rule-interval", "1", "--action",
+            "StepOutlier=exec:printf '%s %s %s\\n' \"$SPROF_RULE\" \"$SPROF_RULE_STATUS\" \"$SPROF_PROFILE_DIR\" >> "
+            + log, check=0)
+        self.assertIn("finished", proc.stdout)
+        self.assertRegex(proc.stderr, r"sprof: rule StepOutlier: IssuesFound, triggered 1 times: .*outlier")
+        with open(log) as f:
+            lines = f.read().splitlines()
+        section = manifest["live_rules"]
+        self.assertGreaterEqual(section["evaluations"], 2)  # at least one while running, one at the end
+        # One notification per new finding (the rule's trigger count grew), not one per evaluation.
+        fired = [f for f in section["findings"] if f["action"] == "exec"]
+        self.assertTrue(fired)
+        self.assertEqual(lines, ["StepOutlier IssuesFound %s" % out] * len(fired))
+        triggered = [f["triggered"] for f in section["findings"]]
+        self.assertEqual(triggered, sorted(set(triggered)))
+        self.assertLess(len(fired), section["evaluations"])
+        self.assertIsNone(section["stopped_by"])
+        report = os.path.join(out, section["output"], "profiler-output", "profiler-reports", "StepOutlier.json")
+        with open(report) as f:
+            self.assertEqual(json.load(f)["RuleTriggered"], 1)
+        # --fail-on: the command succeeded, the rule found issues: 3.
+        self.record("--rule", "StepOutlier:stddev=1,n_outliers=1", "--fail-on", "StepOutlier", check=3)
+
+    def test_stop_ends_the_job_gracefully(self):
+        t0 = time.time()
+        out, proc, manifest = self.record("--rule", "StepOutlier:stddev=1,n_outliers=1", "--rule-interval", "1",
+                                          "--action", "StepOutlier=stop", steps=100000, check=130)
+        self.assertLess(time.time() - t0, 60)
+        self.assertNotIn("finished", proc.stdout)
+        self.assertIn("rule StepOutlier found issues: stopping the job", proc.stderr)
+        self.assertEqual(manifest["state"], "complete")
+        self.assertEqual(manifest["live_rules"]["stopped_by"]["rule"], "StepOutlier")
+        self.assertIn("outlier", manifest["live_rules"]["stopped_by"]["evidence"])
+
+    def test_stop_escalates_to_sigterm(self):
+        out, proc, manifest = self.record("--rule", "StepOutlier:stddev=1,n_outliers=1", "--rule-interval", "1",
+                                          "--action", "StepOutlier=stop", "--stop-grace", "1", steps=100000,
+                                          ignore_sigint=True, check=143)
+        self.assertEqual(manifest["live_rules"]["stopped_by"]["rule"], "StepOutlier")
+
+    def test_bad_flags(self):
+        for flags, message in ((["--rule", "NoSuchRule"], "no such rule"),
+                               (["--rule", "StepOutlier:stddev"], "is not param=value"),
+                               (["--rule", "StepOutlier:bogus=1"], "bogus"),
+                               (["--rule", "StepOutlier", "--action", "CPUBottleneck=stop"], "not among the --rule"),
+                               (["--rule", "StepOutlier", "--action", "StepOutlier=explode"], "is not stop, log"),
+                               (["--action", "StepOutlier=stop"], "--action needs --rule")):
+            with self.subTest(flags=flags):
+                proc = run_sprof("record", "-o", os.path.join(self.tmp, "never"), *flags, "--", sys.executable, "-c",
+                                 "pass", check=2)
+                self.assertIn(message, proc.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "never")))
+
+
+if __name__ == "__main__":
+    unittest.main()
