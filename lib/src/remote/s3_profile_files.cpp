@@ -2,6 +2,7 @@
 // first read into the cache (<cache>/s3/<bucket>/objects/<key>, its ETag beside it under
 // etags/), reused while the listing's ETag and size match.
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "sprof/profile_files.hpp"
@@ -162,6 +164,14 @@ class S3ProfileFiles final : public store::ProfileFiles {
     }
   }
 
+  // One listed object's bytes (through the cache), whatever path the overlay gives it.
+  Status read_object(const ObjectInfo& o, std::string& out) const {
+    fs::path file = cache_ / "objects" / o.key;
+    SPROF_TRY_STATUS(ensure_cached(o, file));
+    out = read_text(file);
+    return {};
+  }
+
   Result<std::vector<store::FileEntry>> list(const fs::path& dir) const override {
     std::string rel = relative(dir);
     auto it = children_.find(rel);
@@ -253,12 +263,81 @@ fs::path default_cache_dir() {
 
 }  // namespace
 
+// A finished profile does not change: its listing is kept in the cache and used again while every
+// sprof.json in it keeps its ETag (a HEAD each, where a listing takes a request per 1000 keys).
+namespace {
+
+bool is_manifest_key(std::string_view rel) {
+  if (rel == "sprof.json") return true;
+  if (!rel.starts_with("nodes/") || !rel.ends_with("/sprof.json")) return false;
+  return std::count(rel.begin(), rel.end(), '/') == 2;
+}
+
+fs::path listing_file(const fs::path& bucket_cache, const S3Location& loc) {
+  return bucket_cache / "listings" / (loc.prefix.empty() ? std::string("_bucket") : loc.prefix) / "listing.json";
+}
+
+std::optional<std::vector<ObjectInfo>> cached_listing(S3Client& client, const S3Location& loc, const fs::path& file) {
+  std::string text = read_text(file);
+  if (text.empty()) return std::nullopt;
+  auto doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc["objects"].is_array() || !doc["manifests"].is_array() || doc["manifests"].empty()) {
+    return std::nullopt;
+  }
+  for (const auto& m : doc["manifests"]) {
+    auto head = client.head(loc.bucket, m.value("key", std::string()));
+    if (!head.ok() || head->etag != m.value("etag", std::string())) return std::nullopt;
+  }
+  std::vector<ObjectInfo> objects;
+  for (const auto& o : doc["objects"]) {
+    objects.push_back(ObjectInfo{o.value("key", std::string()), o.value("size", uint64_t{0}), o.value("etag", std::string())});
+  }
+  return objects;
+}
+
+void remember_listing(const S3ProfileFiles& files, const S3Location& loc, const std::vector<ObjectInfo>& objects,
+                      const fs::path& file) {
+  size_t strip = loc.prefix.empty() ? 0 : loc.prefix.size() + 1;
+  nlohmann::json manifests = nlohmann::json::array();
+  for (const ObjectInfo& o : objects) {
+    if (!is_manifest_key(std::string_view(o.key).substr(strip))) continue;
+    std::string text;
+    if (!files.read_object(o, text).ok()) return;
+    auto manifest = nlohmann::json::parse(text, nullptr, false);
+    std::string state = manifest.is_object() ? manifest.value("state", std::string()) : std::string();
+    if (state != "complete" && state != "recovered") return;  // still recording: listings must stay fresh
+    manifests.push_back({{"key", o.key}, {"etag", o.etag}});
+  }
+  if (manifests.empty()) return;
+  nlohmann::json doc = {{"manifests", manifests}, {"objects", nlohmann::json::array()}};
+  for (const ObjectInfo& o : objects) doc["objects"].push_back({{"key", o.key}, {"size", o.size}, {"etag", o.etag}});
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  fs::path temporary = file;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << doc.dump();
+  }
+  fs::rename(temporary, file, ec);
+}
+
+}  // namespace
+
 Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& options) {
   SPROF_TRY(S3Location location, parse_s3_url(url));
   SPROF_TRY(S3Config config, resolve_s3_config(options));
   auto client = std::make_shared<S3Client>(config);
   std::string prefix = location.prefix.empty() ? std::string() : location.prefix + "/";
-  SPROF_TRY(std::vector<ObjectInfo> listed, client->list(location.bucket, prefix));
+  fs::path cache_root = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  fs::path listing = listing_file(cache_root / "s3" / location.bucket, location);
+  std::optional<std::vector<ObjectInfo>> reused = cached_listing(*client, location, listing);
+  std::vector<ObjectInfo> listed;
+  if (reused) {
+    listed = std::move(*reused);
+  } else {
+    SPROF_TRY(listed, client->list(location.bucket, prefix));
+  }
   std::vector<ObjectInfo> objects;
   size_t unsafe = 0;
   MountedProfile mounted;
@@ -281,11 +360,11 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
     return make_error(ErrorKind::bad_input, "{}: no objects under this prefix (not a profile)", location.url());
   }
   mounted.objects = objects.size();
-  fs::path cache = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  mounted.cache_dir = cache / "s3" / location.bucket;
+  mounted.cache_dir = cache_root / "s3" / location.bucket;
   spdlog::debug("{}: {} objects, {} bytes; cache {}", location.url(), mounted.objects, mounted.bytes,
                 mounted.cache_dir.string());
   auto files = std::make_shared<S3ProfileFiles>(location, fs::path(std::string(url)), client, mounted.cache_dir, objects);
+  if (!reused) remember_listing(*files, location, objects, listing);
   store::mount_files(fs::path(std::string(url)), std::move(files));
   std::lock_guard lock(g_clients_mutex);
   clients().push_back(std::move(client));
