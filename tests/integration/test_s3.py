@@ -291,6 +291,35 @@ class S3Test(TempDirTestCase):
         remote = self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c")).stdout
         self.assertEqual(remote.replace(url, local_path), local)
 
+    def test_an_upload_that_fails_never_stops_the_job_and_upload_finishes_it(self):
+        # The store answers 503 to everything once the job runs: the job finishes all the same,
+        # record names what is not uploaded and the command that finishes it, and that command does.
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        script = os.path.join(self.tmp, "job.py")
+        with open(script, "w") as f:
+            f.write(TRAINING % {"steps": 40, "work": 400000} + "\nprint('job done')\n")
+        url = "s3://%s/runs/outage" % BUCKET
+        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", proxy.endpoint, "--retries", "0",
+                                 "record", "-o", url, "--upload-interval", "1", "--", sys.executable, script],
+                                cwd=self.tmp, env=dict(os.environ, **self.env), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)  # record has listed the prefix (before the job starts); now the outage
+        proxy.fail = 10 ** 6
+        out, err = proc.communicate(timeout=120)
+        self.assertIn("job done", out)
+        self.assertEqual(proc.returncode, 1, err)
+        m = re.search(r"`sprof upload (\S+) (\S+)` finishes the upload", err)
+        self.assertTrue(m, err)
+        local, target = m.group(1), m.group(2)
+        self.assertEqual(target, url)
+        self.assertIn("not uploaded:", err)
+        proxy.fail = 0
+        run_sprof("--endpoint-url", self.endpoint, "upload", os.path.join(self.tmp, local), url, check=0, env=self.env)
+        self.assertEqual(self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c")).stdout
+                         .replace(url, os.path.join(self.tmp, local)),
+                         run_sprof("analyze", "--json", os.path.join(self.tmp, local), check=0).stdout)
+
     def test_a_killed_recording_reads_from_its_parts(self):
         script = os.path.join(self.tmp, "long.py")
         with open(script, "w") as f:
