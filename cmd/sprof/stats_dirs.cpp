@@ -2,6 +2,13 @@
 // raw samples and step timeline, e.g. with another timer or another profiling window, as record
 // does at its end.
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "command.hpp"
@@ -22,22 +29,38 @@ struct StatsDirsFlags {
 };
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
+  // A profile on S3: rewritten in a local copy, then put back (changed files up, removed ones gone).
+  std::optional<remote::ProfileCopy> copy;
+  std::string dir = flags.dir;
   if (remote::is_s3_url(flags.dir)) {
-    return make_error(ErrorKind::usage,
-                      "stats-dirs rewrites a profile in place, which an S3 prefix is not: copy it (aws s3 sync {} DIR, "
-                      "or the node's nodes/<host>/ part), run stats-dirs on DIR, then sprof upload DIR {}",
-                      flags.dir, flags.dir);
+    char pattern[] = "/tmp/sprof-stats-dirs-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) return make_error(ErrorKind::io, "no temporary directory: {}", std::strerror(errno));
+    SPROF_TRY(copy, remote::copy_mounted_profile(flags.dir, pattern, s3_options()));
+    dir = copy->dir.string();
   }
+  struct Cleanup {
+    std::optional<remote::ProfileCopy>& copy;
+    ~Cleanup() {
+      std::error_code ec;
+      if (copy) std::filesystem::remove_all(copy->dir, ec);
+    }
+  } cleanup{copy};
   recorder::StatsDirsPlan plan;
   SPROF_TRY(plan.window, window_from_flags(flags.window));
   plan.every_interval = flags.every_interval;
   plan.timer = *intervals::parse_python_timer(flags.python_timer);
   plan.empty_dirs = flags.empty_dirs;
   plan.progress = stats_directories_progress();
-  SPROF_TRY(recorder::StatsDirsResult result, recorder::rewrite_stats_directories(flags.dir, plan));
+  SPROF_TRY(recorder::StatsDirsResult result, recorder::rewrite_stats_directories(dir, plan));
   if (!global_options().quiet) {
     if (result.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
     fmt::print(stderr, "sprof: wrote {} in {}\n", result.summary.text(), flags.dir);
+  }
+  if (copy) {
+    SPROF_TRY(remote::UploadSummary up, remote::put_back(*copy, s3_options()));
+    for (const std::string& f : up.failed) fmt::print(stderr, "sprof: not put back: {}\n", f);
+    if (!up.failed.empty()) return make_error(ErrorKind::io, "{}: {} changes not put back (above)", flags.dir, up.failed.size());
+    if (!global_options().quiet) fmt::print(stderr, "sprof: put back {} changed files in {}\n", up.uploaded, flags.dir);
   }
   return 0;
 }

@@ -259,6 +259,22 @@ class S3Test(TempDirTestCase):
         self.assertRegex(third.stderr, r"1 of \d+ files uploaded")
         self.assertIn("--changed", self.sprof("analyze", url, cache=os.path.join(self.tmp, "c3")).stdout)
 
+    def test_stats_dirs_rewrites_a_profile_on_s3(self):
+        # The same rewrite (another window) on S3 and on a local copy: the same stats after.
+        local = os.path.join(self.tmp, "local")
+        shutil.copytree(self.local, local)
+        url = "s3://%s/runs/rewritten" % BUCKET
+        self.sprof("upload", local, url)
+        flags = ["--python-start-step", "3", "--python-num-steps", "2"]
+        out = self.sprof("stats-dirs", *flags, url, cache=os.path.join(self.tmp, "c"))
+        self.assertIn("put back", out.stderr)
+        run_sprof("stats-dirs", *flags, local, check=0)
+        listed = self.sprof("list-stats", url, "--format", "json", cache=os.path.join(self.tmp, "fresh")).stdout
+        want = run_sprof("list-stats", local, "--format", "json", check=0).stdout
+        self.assertEqual(json.loads(listed.replace(url, local))["stats"], json.loads(want)["stats"])
+        self.assertLess(len(json.loads(want)["stats"]),
+                        len(json.loads(run_sprof("list-stats", self.local, "--format", "json", check=0).stdout)["stats"]))
+
     def test_multipart_upload_reads_back_whole(self):
         url = "s3://%s/runs/multipart" % BUCKET
         out = self.sprof("-v", "upload", self.local, url, env={"SPROF_S3_MULTIPART_THRESHOLD": "4096"})
@@ -336,6 +352,10 @@ class S3Test(TempDirTestCase):
         doc = json.loads(out)
         self.assertEqual(doc["job"]["state"], "recording")
         self.assertGreater(doc["job"]["processes"][0]["samples"], 50)
+        # stats-dirs finishes it where it lies.
+        self.sprof("stats-dirs", url, cache=os.path.join(self.tmp, "c2"))
+        doc = json.loads(self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c3")).stdout)
+        self.assertEqual(doc["job"]["state"], "recovered")
 
     def test_a_two_node_job_in_one_prefix(self):
         # Two nodes as SageMaker names them (SM_CURRENT_HOST) record at once into one prefix; the

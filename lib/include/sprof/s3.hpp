@@ -154,6 +154,20 @@ struct UploadSummary {
 Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
                                        const std::function<bool(const std::filesystem::path&)>& include = nullptr);
 
+// For commands that rewrite a profile in place (stats-dirs): the node's profile mounted at `url`
+// (mount_s3_profile: a one-node job's prefix, or a job's nodes/<host>) copied into `into`, and put
+// back: changed files uploaded in the job layout, objects whose files are gone removed. A prefix
+// of several nodes, or one not in the job layout, is a usage error.
+struct ProfileCopy {
+  std::filesystem::path dir;
+  S3Location job;    // the job's prefix
+  std::string host;  // the node: its part is nodes/<host>/
+  std::vector<std::string> before;  // the profile's files (relative paths) when copied
+};
+Result<ProfileCopy> copy_mounted_profile(std::string_view url, const std::filesystem::path& into,
+                                         const S3Options& options);
+Result<UploadSummary> put_back(const ProfileCopy& copy, const S3Options& options);
+
 // Append-only files of a recording in progress (sample logs, markers, GPU activity, system
 // metrics) are uploaded as they grow, each new range as its own object "<key>.parts/<offset>"
 // (offset in 16 decimal digits); a reader that finds parts but not the file itself reads their
