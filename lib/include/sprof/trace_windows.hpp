@@ -71,8 +71,8 @@ struct TraceVariables {
 // The rank variables from an environment (torchrun's RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, and NODE_RANK or GROUP_RANK); missing or unparsable ones keep the defaults.
 void ranks_from_environment(const std::map<std::string, std::string>& env, TraceVariables& vars);
-// /proc/PID/environ as a map; empty when unreadable.
-std::map<std::string, std::string> process_environment(pid_t pid);
+// Those variables of a running process (its /proc/PID/environ); none when unreadable.
+std::map<std::string, std::string> rank_environment(pid_t pid);
 
 // A name template: Python's str.format syntax over TraceVariables' names ("{rank}", "{batch:06d}",
 // "{{" and "}}" for braces).

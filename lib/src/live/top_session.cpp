@@ -2,7 +2,6 @@
 // command gets the bootstrap, whose markers (read from the pipe into a temporary directory)
 // give the current step, its mode and the step rate.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "launch/proc.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/markers.hpp"
 #include "sprof/pyframes.hpp"
@@ -57,30 +57,15 @@ int64_t cpu_ticks(pid_t pid) {
   return std::atoll(fields[11].c_str()) + std::atoll(fields[12].c_str());  // fields 14 and 15
 }
 
-// Every descendant of `root` (children found through /proc/PID/stat's ppid).
+// Every descendant of `root`.
 std::set<pid_t> descendants(pid_t root) {
-  std::map<pid_t, pid_t> parent;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return {};
-  while (dirent* e = readdir(d)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    std::ifstream in(fmt::format("/proc/{}/stat", pid));
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = text.rfind(')');
-    if (close == std::string::npos || close + 4 >= text.size()) continue;
-    parent[pid] = static_cast<pid_t>(std::atoi(text.c_str() + close + 4));  // ") S PPID"
-  }
-  closedir(d);
   std::set<pid_t> out;
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    for (const auto& [pid, ppid] : parent) {
-      if ((ppid == root || out.contains(ppid)) && !out.contains(pid)) {
-        out.insert(pid);
-        grew = true;
-      }
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t child : launch::children_of(p)) {
+      if (out.insert(child).second) todo.push_back(child);
     }
   }
   return out;
@@ -301,7 +286,7 @@ class Session final : public TopSession {
         finished_ = true;
         return;
       }
-    } else if (::kill(target_, 0) != 0 && errno == ESRCH) {
+    } else if (!launch::is_running(target_)) {
       std::lock_guard lock(mutex_);
       status_ = "exited";
       finished_ = true;

@@ -2,12 +2,11 @@
 // variables torchrun puts in each process's environment.
 
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <variant>
 
 #include <fmt/format.h>
 
+#include "launch/proc.hpp"
 #include "sprof/trace_windows.hpp"
 
 namespace sprof::traces {
@@ -130,18 +129,10 @@ void ranks_from_environment(const std::map<std::string, std::string>& env, Trace
   if (!number("NODE_RANK", vars.node_rank)) number("GROUP_RANK", vars.node_rank);
 }
 
-std::map<std::string, std::string> process_environment(pid_t pid) {
+std::map<std::string, std::string> rank_environment(pid_t pid) {
   std::map<std::string, std::string> env;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\0', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view entry(text.data() + pos, end - pos);
-    size_t eq = entry.find('=');
-    if (eq != std::string_view::npos) env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-    pos = end + 1;
+  for (const char* name : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK"}) {
+    if (auto value = launch::environment_variable(pid, name)) env.emplace(name, *value);
   }
   return env;
 }

@@ -115,7 +115,7 @@ class TraceWindowsHook final : public launch::RecordHooks {
     for (const store::Marker& m : markers) {
       if (!environments_.contains(m.pid)) {
         TraceVariables ranks;
-        ranks_from_environment(process_environment(m.pid), ranks);
+        ranks_from_environment(rank_environment(m.pid), ranks);
         environments_.emplace(m.pid, ranks);
       }
       tracker_.add(m, closed);

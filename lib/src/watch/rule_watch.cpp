@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "launch/proc.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/rule_watch.hpp"
 #include "sprof/step_timeline.hpp"
@@ -43,18 +44,6 @@ std::string canonical(std::string_view name) {
 }
 
 int64_t epoch_s() { return int64_t(::time(nullptr)); }
-
-// Gone, or a zombie waiting for sprof to reap it.
-bool exited(pid_t pid) {
-  FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (f == nullptr) return true;
-  char buffer[512] = {};
-  size_t n = std::fread(buffer, 1, sizeof buffer - 1, f);
-  std::fclose(f);
-  std::string_view text(buffer, n);
-  size_t close = text.rfind(')');
-  return close == std::string_view::npos || close + 2 >= text.size() || text[close + 2] == 'Z';
-}
 
 }  // namespace
 
@@ -210,10 +199,10 @@ struct RuleWatch::Impl {
     stopper = std::thread([pid, grace] {
       auto wait_gone = [pid](double seconds) {
         for (int i = 0; i < int(seconds * 10); ++i) {
-          if (exited(pid)) return true;
+          if (!launch::is_running(pid)) return true;
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        return exited(pid);
+        return !launch::is_running(pid);
       };
       ::kill(pid, SIGINT);
       if (wait_gone(grace)) return;
@@ -293,7 +282,8 @@ Result<std::unique_ptr<RuleWatch>> RuleWatch::create(RuleWatchOptions options) {
   impl->rules_options.params = options.params;
   // Names and parameters are checked before anything runs.
   SPROF_TRY(auto checked, rules::run_rules(rules::RulesInput{}, impl->rules_options));
-  for (const auto& [rule, action] : options.actions) {
+  for (const auto& entry : options.actions) {
+    const std::string& rule = entry.first;
     bool watched = std::any_of(checked.begin(), checked.end(), [&](const auto& r) { return r.rule == rule; });
     if (!watched) return make_error(ErrorKind::usage, "--action for {}: that rule is not among the --rule ones", rule);
   }

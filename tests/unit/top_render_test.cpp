@@ -1,0 +1,55 @@
+// sprof top's screen: fitted to the terminal, sorted rows as the session gives them.
+
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "sprof/top_render.hpp"
+
+using namespace sprof;
+
+TEST_CASE("top screen fits an 80x24 terminal and marks the sort key") {
+  live::TopView view;
+  view.header.pid = 42;
+  view.header.python = "3.11.7";
+  view.header.processes = 1;
+  view.header.threads = 2;
+  view.header.samples = 1234;
+  view.header.status = "running";
+  view.header.step = 17;
+  view.header.mode = "train";
+  view.header.steps_per_s = 3.5;
+  view.header.cpu_share = 0.97;
+  for (int i = 0; i < 40; ++i) {
+    live::TopRow r;
+    r.function = "function_with_a_rather_long_name_" + std::to_string(i);
+    r.file = "/very/long/path/to/some/module/in/a/deep/package/tree.py";
+    r.line = i + 1;
+    r.own_share = 0.5 / (i + 1);
+    r.total_share = 0.9 / (i + 1);
+    r.own_s = 10.0 / (i + 1);
+    r.total_s = 20.0 / (i + 1);
+    view.rows.push_back(r);
+  }
+  render::TopScreenOptions options;
+  options.target = "python train.py";
+  options.sort = live::TopSort::total;
+  std::string screen = render::top_screen(view, options);
+  std::istringstream in(screen);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  CHECK(lines.size() == 24);
+  for (const auto& l : lines) CHECK(l.size() <= 80);
+  CHECK(lines[0].find("Python 3.11.7") != std::string::npos);
+  CHECK(lines[1].find("step 17 (train), 3.50 steps/s") != std::string::npos);
+  CHECK(lines[1].find("CPU 97%") != std::string::npos);
+  CHECK(lines[2].find("t total*") != std::string::npos);
+  CHECK(lines[5].find("function_with_a_rather_long_name_0 ") != std::string::npos);
+  CHECK(lines[5].find(" 50.0%") != std::string::npos);
+  // No step seen, nothing sampled yet.
+  live::TopView empty;
+  std::string blank = render::top_screen(empty, {});
+  CHECK(blank.find("steps: none seen") != std::string::npos);
+  CHECK(blank.find("(no samples yet)") != std::string::npos);
+}
