@@ -18,6 +18,7 @@
 #include "launch/output_dir.hpp"
 #include "launch/proc.hpp"
 #include "launch/signals.hpp"
+#include "sprof/clock.hpp"
 #include "sprof/manifest_sections.hpp"
 #include "sprof/version.hpp"
 
@@ -39,25 +40,6 @@ constexpr int64_t kFirstRetryNs = 5 * kMs;
 constexpr int64_t kFastRetryMaxNs = 50 * kMs;
 constexpr int64_t kSlowRetryNs = 1000 * kMs;
 constexpr int kMaxFailures = 50;
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// CPU time of the calling thread: the session samples, and calls the hooks, on one thread.
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 double cpu_seconds() {
   rusage usage{};

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "launch/proc.hpp"
+#include "sprof/clock.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/markers.hpp"
 #include "sprof/pyframes.hpp"
@@ -32,12 +33,6 @@ namespace fs = std::filesystem;
 
 namespace sprof::live {
 namespace {
-
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // utime + stime of a process, in clock ticks; -1 when gone.
 int64_t cpu_ticks(pid_t pid) {
@@ -98,7 +93,7 @@ class Session final : public TopSession {
   }
 
   Status launch() {
-    start_ns_ = now_ns();
+    start_ns_ = monotonic_ns();
     if (options_.pid != 0) {
       target_ = options_.pid;
       if (::kill(target_, 0) != 0) return make_error(ErrorKind::usage, "--pid {}: no such process", target_);
@@ -123,11 +118,11 @@ class Session final : public TopSession {
     h.threads = threads_;
     h.samples = samples_;
     h.window_samples = window_samples_;
-    h.elapsed_s = double(now_ns() - start_ns_) / 1e9;
+    h.elapsed_s = double(monotonic_ns() - start_ns_) / 1e9;
     h.step = step_;
     h.mode = mode_;
     h.status = status_;
-    int64_t t = now_ns();
+    int64_t t = monotonic_ns();
     int64_t ticks = 0;
     for (const auto& [pid, _] : processes_) ticks += std::max<int64_t>(cpu_ticks(pid), 0);
     if (last_view_ns_ > 0 && t > last_view_ns_ && ticks >= last_cpu_ticks_) {
@@ -210,14 +205,14 @@ class Session final : public TopSession {
 
   void run() {
     const int64_t interval = int64_t(1e9 / std::clamp(options_.rate_hz, 1.0, 10000.0));
-    int64_t next = now_ns();
+    int64_t next = monotonic_ns();
     int64_t next_housekeeping = next;
     int64_t last_sample = next;
     std::vector<pyframes::ThreadStack> stacks;
     pyframes::ReadStats stats;
     pyframes::SampleOptions sample_options;
     while (!stopping_) {
-      int64_t t = now_ns();
+      int64_t t = monotonic_ns();
       if (t >= next_housekeeping) {
         housekeeping(t);
         next_housekeeping = t + 100'000'000;
@@ -239,8 +234,8 @@ class Session final : public TopSession {
       }
       threads_ = threads;
       next += interval;
-      int64_t sleep_ns = next - now_ns();
-      if (sleep_ns < -interval * 10) next = now_ns();  // fell far behind: do not catch up in a burst
+      int64_t sleep_ns = next - monotonic_ns();
+      if (sleep_ns < -interval * 10) next = monotonic_ns();  // fell far behind: do not catch up in a burst
       lock.unlock();
       if (sleep_ns > 0) {
         timespec ts{time_t(sleep_ns / 1'000'000'000), long(sleep_ns % 1'000'000'000)};

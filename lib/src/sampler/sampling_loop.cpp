@@ -1,4 +1,5 @@
 #include "sampler/sampling_loop.hpp"
+#include "sprof/clock.hpp"
 
 #include <time.h>
 
@@ -10,12 +11,6 @@ namespace sprof::sampler {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 }  // namespace
 

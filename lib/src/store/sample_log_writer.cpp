@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sprof/clock.hpp"
 #include "sprof/sample_log.hpp"
 #include "store/crc32.hpp"
 #include "store/sample_log_format.hpp"
@@ -24,12 +25,6 @@ namespace sprof::store {
 using namespace samplelog;
 
 namespace {
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);

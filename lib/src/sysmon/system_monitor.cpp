@@ -1,5 +1,6 @@
 // The sampling thread of the system monitor (see sprof/sysmon.hpp).
 
+#include "sprof/clock.hpp"
 #include "sprof/sysmon.hpp"
 
 #include <dirent.h>
@@ -38,18 +39,6 @@ Status validate_interval(int interval_ms) {
 }
 
 namespace {
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 int64_t realtime_us() {
   timespec ts{};

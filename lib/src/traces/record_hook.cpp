@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "sprof/clock.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/trace_windows.hpp"
 #include "traces/window_trace.hpp"
@@ -30,18 +31,6 @@ constexpr int64_t kPollNs = 100 * kMs;
 // The sample logs are flushed every second and libsprof_cupti.so's writer flushes every second;
 // a window's trace waits this long after its end so both hold the whole window.
 constexpr int64_t kSettleNs = 2'500 * kMs;
-
-int64_t monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-double thread_cpu_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
-}
 
 class TraceWindowsHook final : public launch::RecordHooks {
  public:
@@ -151,7 +140,7 @@ class TraceWindowsHook final : public launch::RecordHooks {
         cv_.wait(lock);
         continue;
       }
-      int64_t wait_ns = stopping_ ? 0 : jobs_.front().due_ns - monotonic_now();
+      int64_t wait_ns = stopping_ ? 0 : jobs_.front().due_ns - monotonic_ns();
       if (wait_ns > 0) {
         cv_.wait_for(lock, std::chrono::nanoseconds(wait_ns));
         continue;
@@ -163,7 +152,7 @@ class TraceWindowsHook final : public launch::RecordHooks {
       write(job.window, manifest);
       lock.lock();
     }
-    worker_cpu_s_ = thread_cpu_s();
+    worker_cpu_s_ = double(thread_cpu_ns()) / 1e9;
   }
 
   void write(const TraceWindow& w, const store::Manifest* manifest) {
