@@ -125,6 +125,10 @@ class CPythonProcess final : public PythonProcess {
     pid_t tid = 0;
     std::vector<Frame> frames;
     bool truncated = false;
+    // When it was read: kept at most kCodeRevalidateNs, so that its code objects are checked
+    // again as every stack's are (a code object freed and replaced at the same address within a
+    // sampling interval would otherwise stay misnamed for as long as the thread sleeps).
+    int64_t read_ns = 0;
   };
   std::unordered_map<uint64_t, AsleepStack> asleep_stacks_;
   // The thread list as last walked (single interpreter only): next time all of it, and the GIL
@@ -494,7 +498,8 @@ void CPythonProcess::find_holders() {
 const CPythonProcess::AsleepStack* CPythonProcess::asleep_stack(const ThreadInfo& t) const {
   if (!t.asleep) return nullptr;
   auto it = asleep_stacks_.find(t.ts_address);
-  return it != asleep_stacks_.end() && it->second.tid == t.tid ? &it->second : nullptr;
+  if (it == asleep_stacks_.end() || it->second.tid != t.tid) return nullptr;
+  return coarse_now_ns() - it->second.read_ns < kCodeRevalidateNs ? &it->second : nullptr;
 }
 
 uint64_t CPythonProcess::holder_of(uint64_t interp) const {
@@ -651,6 +656,7 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
       kept.tid = t.tid;
       kept.frames = stack.frames;
       kept.truncated = stack.truncated;
+      kept.read_ns = coarse_now_ns();
     } else if (!asleep_stacks_.empty()) {
       asleep_stacks_.erase(t.ts_address);
     }
