@@ -54,7 +54,10 @@ std::optional<int64_t> TraceArgs::integer(std::string_view key) const {
   if (v == nullptr) return std::nullopt;
   if (auto i = std::get_if<int64_t>(v)) return *i;
   if (auto d = std::get_if<double>(v)) {
-    if (std::isfinite(*d) && std::floor(*d) == *d) return static_cast<int64_t>(*d);
+    // Whole and within int64's range (2^63 itself is not): anything else is not an integer.
+    if (std::isfinite(*d) && std::floor(*d) == *d && *d >= -9223372036854775808.0 && *d < 9223372036854775808.0) {
+      return static_cast<int64_t>(*d);
+    }
     return std::nullopt;
   }
   if (auto s = std::get_if<std::string>(v)) {
