@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "custom_rule_flags.hpp"
 #include "fail_on.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
@@ -25,11 +26,13 @@ struct RulesCommandOptions {
   std::string output_dir;
   std::string fail_on;
   bool list = false;
+  CustomRuleFlags custom;
 };
 
 Result<int> run_rules_command(const RulesCommandOptions& options) {
+  SPROF_TRY(auto custom, CustomRuleSet::load(options.custom));
   if (options.list) {
-    fmt::print("{}", render::rules_catalog());
+    fmt::print("{}", render::rules_catalog(custom->rules().catalog()));
     return kExitSuccess;
   }
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof rules: DIR is required (or --list)");
@@ -38,9 +41,9 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
   run_options.rules = options.rules;
   run_options.params = options.params;
   run_options.compat_smdebug = options.compat == "smdebug";
+  if (!custom->rules().empty()) run_options.custom = &custom->rules();
   // Names and parameters are checked before the profile is read, so typos fail fast.
-  SPROF_TRY(auto ignored, rules::run_rules(rules::RulesInput{}, run_options));
-  (void)ignored;
+  SPROF_TRY_STATUS(rules::check_rules(run_options));
   SPROF_TRY(auto input, rules::load_rules_input(options.profile_dir));
   SPROF_TRY(auto results, rules::run_rules(input, run_options));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, results));
@@ -71,7 +74,8 @@ void add_rules(CLI::App& app, CommandList& commands) {
       "rules", "Run SageMaker Debugger's built-in profiler rules (ProfilerReport and its sub-rules) on a profile");
   sub->add_option("DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
   sub->add_option("-r,--rule", options->rules,
-                  "Run only this rule (repeatable; case-insensitive). Default: ProfilerReport, i.e. all");
+                  "Run only this rule, built-in or custom (repeatable; case-insensitive). Default: ProfilerReport, "
+                  "i.e. all built-ins, and every custom rule");
   sub->add_option("-p,--param", options->params,
                   "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
   sub->add_option("--compat", options->compat,
@@ -85,7 +89,10 @@ void add_rules(CLI::App& app, CommandList& commands) {
                   "Also write SageMaker's rule-output/ProfilerReport-<epoch>/profiler-output/ layout here");
   sub->add_option("--fail-on", options->fail_on,
                   "Exit with status 3 when one of these rules finds issues: any, or RULE[,RULE...]");
-  sub->add_flag("--list", options->list, "List the rules, their parameters and defaults, and exit");
+  sub->add_flag("--list", options->list,
+                "List the rules (with --rule-file/--rule-program, the custom ones too), their parameters and "
+                "defaults, and exit");
+  add_custom_rule_flags(sub, options->custom);
   commands.push_back(Command{sub, [options] { return run_rules_command(*options); }});
 }
 

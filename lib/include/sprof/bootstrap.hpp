@@ -47,8 +47,9 @@ struct EmbeddedFile {
 std::span<const EmbeddedFile> python_files();
 
 // Writes python_files() under dir (created if needed; existing files are replaced through a
-// temporary file and rename, so a running interpreter never reads half a file).
-Status write_python_files(const std::filesystem::path& dir);
+// temporary file and rename, so a running interpreter never reads half a file). `package_only`:
+// the `sprof` package alone, without sitecustomize.py (for a Python that is not a target).
+Status write_python_files(const std::filesystem::path& dir, bool package_only = false);
 
 // The recorder's end of the marker pipe. Move-only; closes both ends when destroyed. Keep it
 // alive until the target and its children are gone: SPROF_MARKER_PATH points at write_fd() in

@@ -42,15 +42,21 @@ struct RuleInfo {
   std::string recommendation;  // what to do when it finds issues
   std::vector<ParamInfo> params;
   bool overridable = true;     // accepts `<Rule>_<param>` overrides (smdebug: all but OverallFrameworkMetrics)
+  std::string source = {};     // a custom rule's file or program (sprof/custom_rules.hpp); "" for built-ins
 };
 
 // ProfilerReport first, then the eleven sub-rules in the order ProfilerReport runs them.
 const std::vector<RuleInfo>& rule_catalog();
 
+struct CustomRules;
+
 struct RulesOptions {
   std::vector<std::string> rules;   // rule names, case-insensitive; empty means ProfilerReport (all)
   std::vector<std::string> params;  // "<Rule>_<param>=<value>" (ProfilerReport's override syntax)
   bool compat_smdebug = false;      // reproduce smdebug's numbers, bugs included
+  // Users' rules (sprof/custom_rules.hpp): `rules` may name them; with no `rules`, all of them
+  // run after ProfilerReport. They never count in ProfilerReport's summary.
+  const CustomRules* custom = nullptr;
 };
 
 struct RuleResult {
@@ -71,6 +77,7 @@ struct RuleResult {
 std::string report_json(const RuleResult& result);
 
 struct RulesInput {
+  std::filesystem::path profile_dir;        // where it was read (custom rules read its samples)
   std::vector<store::SystemMetric> system;  // smdebug's order (file timestamp, then line)
   std::vector<store::TraceEvent> framework;
   std::vector<std::string> warnings;        // trace files skipped while loading
@@ -87,6 +94,9 @@ Result<RulesInput> load_rules_input(const std::filesystem::path& profile_dir);
 // with the trace it has already read (`epoch_offset_ns`: epoch ns = trace ns + this).
 void add_kernel_utilization(const std::filesystem::path& profile_dir, RulesInput& input);
 void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input);
+
+// Checks rule names and parameters (usage errors that list the valid names) without running anything.
+Status check_rules(const RulesOptions& options);
 
 // Checks rule names and parameters first (usage errors that list the valid names), then runs the
 // selected rules. ProfilerReport (the default) runs all eleven sub-rules and comes first in the result.

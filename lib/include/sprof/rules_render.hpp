@@ -24,7 +24,8 @@ std::string rules_table(const std::vector<rules::RuleResult>& results, const Tex
 std::string rules_json(const std::vector<rules::RuleResult>& results, const std::string& profile_dir,
                        const std::string& compat);
 std::string rules_csv(const std::vector<rules::RuleResult>& results);
-// Every rule with its description and parameters (name_param=default  description).
-std::string rules_catalog();
+// Every rule with its description and parameters (name_param=default  description), then the
+// custom rules given.
+std::string rules_catalog(const std::vector<rules::RuleInfo>& custom = {});
 
 }  // namespace sprof::render

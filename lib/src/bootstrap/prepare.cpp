@@ -15,8 +15,9 @@
 namespace sprof::bootstrap {
 namespace fs = std::filesystem;
 
-Status write_python_files(const fs::path& dir) {
+Status write_python_files(const fs::path& dir, bool package_only) {
   for (const EmbeddedFile& file : python_files()) {
+    if (package_only && !file.path.starts_with("sprof/")) continue;
     fs::path target = dir / fs::path(std::string(file.path));
     std::error_code ec;
     fs::create_directories(target.parent_path(), ec);

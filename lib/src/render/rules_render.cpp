@@ -64,14 +64,19 @@ std::string rules_csv(const std::vector<rules::RuleResult>& results) {
   return out;
 }
 
-std::string rules_catalog() {
+std::string rules_catalog(const std::vector<rules::RuleInfo>& custom) {
   std::string out;
-  for (const auto& info : rules::rule_catalog()) {
-    out += fmt::format("{}\n  {}\n", info.name, info.description);
+  std::vector<rules::RuleInfo> all = rules::rule_catalog();
+  all.insert(all.end(), custom.begin(), custom.end());
+  for (const auto& info : all) {
+    out += fmt::format("{}{}\n  {}\n", info.name, info.source.empty() ? "" : fmt::format("  (custom: {})", info.source),
+                       info.description);
     for (const auto& p : info.params) {
       out += fmt::format("  {}_{}={}  {}\n", info.name, p.name, p.default_value, p.description);
     }
-    if (!info.overridable && info.name != "ProfilerReport") out += "  (parameters cannot be overridden)\n";
+    if (!info.overridable && info.name != "ProfilerReport" && info.source.empty()) {
+      out += "  (parameters cannot be overridden)\n";
+    }
   }
   return out;
 }

@@ -271,6 +271,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   // Rule findings.
   rules::RulesInput input;
+  input.profile_dir = dir;
   input.system = std::move(system);
   input.framework = std::move(trace.events);
   if (gpu) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sprof/custom_rules.hpp"
 #include "sprof/profile_files.hpp"
 #include "rules/breakdown.hpp"
 #include "rules/gpu_utilization.hpp"
@@ -50,6 +51,7 @@ Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
                       profile_dir.string());
   }
   RulesInput input;
+  input.profile_dir = profile_dir;
   SPROF_TRY(input.system, store::read_system_metrics(profile_dir));
   SPROF_TRY(auto traces, store::read_trace_events(profile_dir));
   input.framework = std::move(traces.events);
@@ -230,40 +232,80 @@ Result<RuleResult> run_one(const RuleDef& def, const Params& params, const Rules
 
 }  // namespace
 
-Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOptions& options) {
+namespace {
+
+struct Selection {
+  std::vector<bool> builtin;        // by rule_definitions() index
+  bool report = false;              // ProfilerReport: all built-ins, summed up first
+  std::vector<std::string> custom;  // custom rules named (all when `all_custom`)
+  bool all_custom = false;
+  std::vector<Params> params;
+};
+
+Result<Selection> select_rules(const RulesOptions& options) {
   const auto& defs = rule_definitions();
-  bool report = options.rules.empty();
-  std::vector<bool> selected(defs.size(), false);
+  Selection selection;
+  selection.builtin.assign(defs.size(), false);
+  selection.report = options.rules.empty();
+  selection.all_custom = options.rules.empty() && options.custom != nullptr;
   for (const auto& name : options.rules) {
     if (lower(name) == "profilerreport") {
-      report = true;
+      selection.report = true;
       continue;
     }
-    const RuleDef* def = find_rule(name);
-    if (def == nullptr) {
-      return make_error(ErrorKind::usage, "unknown rule '{}'; valid rules (case insensitive): ProfilerReport, {}", name,
-                        joined_names(false));
+    if (const RuleDef* def = find_rule(name)) {
+      selection.builtin[def - defs.data()] = true;
+      continue;
     }
-    selected[def - defs.data()] = true;
+    if (options.custom != nullptr) {
+      if (auto custom = options.custom->find(name)) {
+        selection.custom.push_back(*custom);
+        continue;
+      }
+    }
+    std::string custom_names;
+    if (options.custom != nullptr) {
+      for (const auto& info : options.custom->catalog()) custom_names += ", " + info.name;
+    }
+    return make_error(ErrorKind::usage, "unknown rule '{}'; valid rules (case insensitive): ProfilerReport, {}{}", name,
+                      joined_names(false), custom_names);
   }
-  if (report) std::fill(selected.begin(), selected.end(), true);
-  SPROF_TRY(auto params, resolve_params(options.params));
+  if (selection.report) std::fill(selection.builtin.begin(), selection.builtin.end(), true);
+  SPROF_TRY(selection.params, resolve_params(options.params));
   for (const auto& text : options.params) {
     size_t underscore = text.find('_');
     const RuleDef* def = underscore == std::string::npos ? nullptr : find_rule(text.substr(0, underscore));
-    if (def != nullptr && !selected[def - defs.data()]) {
+    if (def != nullptr && !selection.builtin[def - defs.data()]) {
       spdlog::warn("--param {} applies to {}, which is not selected", text, def->info.name);
     }
   }
+  return selection;
+}
 
+}  // namespace
+
+Status check_rules(const RulesOptions& options) {
+  SPROF_TRY(auto selection, select_rules(options));
+  (void)selection;
+  return {};
+}
+
+Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOptions& options) {
+  const auto& defs = rule_definitions();
+  SPROF_TRY(Selection selection, select_rules(options));
   Timeline timeline = make_timeline(input);
   std::vector<RuleResult> results;
   for (size_t i = 0; i < defs.size(); ++i) {
-    if (!selected[i]) continue;
-    SPROF_TRY(auto result, run_one(defs[i], params[i], input, timeline, options.compat_smdebug));
+    if (!selection.builtin[i]) continue;
+    SPROF_TRY(auto result, run_one(defs[i], selection.params[i], input, timeline, options.compat_smdebug));
     results.push_back(std::move(result));
   }
-  if (report) results.insert(results.begin(), summarize_profiler_report(results));
+  if (selection.report) results.insert(results.begin(), summarize_profiler_report(results));
+  if (options.custom != nullptr && !options.custom->empty() && (selection.all_custom || !selection.custom.empty())) {
+    CustomRuleRunner runner(*options.custom, selection.custom, false);
+    auto custom = runner.evaluate(input, true);
+    results.insert(results.end(), std::make_move_iterator(custom.begin()), std::make_move_iterator(custom.end()));
+  }
   return results;
 }
 

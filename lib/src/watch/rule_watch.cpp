@@ -134,6 +134,7 @@ struct RuleWatch::Impl {
   // the steps from the markers written as smdebug's step trace into a scratch directory.
   Result<rules::RulesInput> input_so_far() {
     rules::RulesInput input;
+    input.profile_dir = dir;
     SPROF_TRY(input.system, store::read_system_metrics(dir));
     SPROF_TRY(store::Manifest manifest, store::read_manifest(dir));
     SPROF_TRY(timeline::StepTimeline steps, timeline::build_profile_timeline(dir, nullptr));

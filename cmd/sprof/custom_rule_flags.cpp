@@ -1,0 +1,54 @@
+// Users' rule flags, shared by `rules` and `record`.
+
+#include "custom_rule_flags.hpp"
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "sprof/bootstrap.hpp"
+
+namespace sprof::cli {
+
+void add_custom_rule_flags(CLI::App* sub, CustomRuleFlags& flags) {
+  sub->add_option("--rule-file", flags.files,
+                  "Add the rules of this JSON rule file: threshold rules on step_time, function, cpu_utilization, "
+                  "io_wait, gpu_utilization, gpu_memory_utilization, memory_used or a system dimension, and rule "
+                  "programs (repeatable; see CUSTOM RULES in sprof(1))");
+  sub->add_option("--rule-program", flags.programs,
+                  "Add a rule program, [NAME=]COMMAND: it reads JSON records on stdin and answers each evaluate "
+                  "record with a verdict line (repeatable)");
+  sub->add_option("--rule-timeout", flags.timeout_s,
+                  "Seconds a rule program may take to answer one evaluation before it is disabled")
+      ->capture_default_str();
+}
+
+Result<std::unique_ptr<CustomRuleSet>> CustomRuleSet::load(const CustomRuleFlags& flags) {
+  auto set = std::unique_ptr<CustomRuleSet>(new CustomRuleSet());
+  if (!(flags.timeout_s > 0)) return make_error(ErrorKind::usage, "--rule-timeout must be more than 0 seconds");
+  set->rules_.timeout_s = flags.timeout_s;
+  for (const auto& file : flags.files) SPROF_TRY_STATUS(rules::add_rule_file(file, set->rules_));
+  for (const auto& program : flags.programs) SPROF_TRY_STATUS(rules::add_rule_program(program, set->rules_));
+  if (set->rules_.programs.empty()) return set;
+  // `from sprof.rules import Rule` works in a rule program whether sprof is installed or not.
+  std::string pattern = (std::filesystem::temp_directory_path() / "sprof-rules-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return make_error(ErrorKind::io, "cannot create a directory for sprof's Python package: {}", std::strerror(errno));
+  }
+  set->package_dir_ = pattern;
+  SPROF_TRY_STATUS(bootstrap::write_python_files(set->package_dir_, true));
+  const char* path = ::getenv("PYTHONPATH");
+  set->rules_.env.push_back("PYTHONPATH=" + set->package_dir_.string() +
+                            (path != nullptr && *path != '\0' ? ":" + std::string(path) : ""));
+  return set;
+}
+
+CustomRuleSet::~CustomRuleSet() {
+  if (package_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(package_dir_, ec);
+}
+
+}  // namespace sprof::cli

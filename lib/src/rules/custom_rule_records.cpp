@@ -1,0 +1,147 @@
+// The records custom rules read: steps (with their function times) and system ticks.
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+#include "rules/custom_rule_model.hpp"
+#include "sprof/profile_samples.hpp"
+
+namespace sprof::rules {
+namespace {
+
+// "Step:ModeKeys.TRAIN" -> "train"; other events -> "".
+std::string step_mode(const std::string& name) {
+  static constexpr std::string_view prefix = "Step:ModeKeys.";
+  size_t at = name.find(prefix);
+  if (at == std::string::npos) return {};
+  std::string mode = name.substr(at + prefix.size());
+  std::transform(mode.begin(), mode.end(), mode.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return mode;
+}
+
+// Per process: its samples' function times over each of its steps.
+void add_function_times(const store::ProcessSamples& process, int64_t epoch_offset_ns,
+                        std::vector<StepRecord*>& steps) {
+  const store::SampleLog& log = process.log;
+  const auto& functions = log.functions();
+  const auto& frames = log.frames();
+  std::vector<double> self(functions.size()), total(functions.size());
+  std::vector<uint64_t> seen(functions.size(), 0);
+  uint64_t generation = 0;
+  std::vector<uint32_t> stack;
+  for (StepRecord* step : steps) {
+    std::fill(self.begin(), self.end(), 0.0);
+    std::fill(total.begin(), total.end(), 0.0);
+    double sampled = 0;
+    int64_t from = step->start_us * 1000 - epoch_offset_ns, to = step->end_us * 1000 - epoch_offset_ns;
+    log.for_each_sample(from, to, [&](const store::SampleRecord& s) {
+      double w = double(s.weight_ns) / 1e9;
+      sampled += w;
+      log.stack_frames(s.stack, stack);
+      ++generation;
+      for (size_t i = 0; i < stack.size(); ++i) {
+        uint32_t f = frames[stack[i]].function;
+        if (i == 0) self[f] += w;
+        if (seen[f] != generation) {
+          seen[f] = generation;
+          total[f] += w;
+        }
+      }
+    });
+    step->sampled = true;
+    step->sampled_s = sampled;
+    for (size_t f = 0; f < functions.size(); ++f) {
+      if (total[f] <= 0) continue;
+      step->functions.push_back({functions[f].name, functions[f].file, functions[f].first_line, self[f], total[f]});
+    }
+    std::sort(step->functions.begin(), step->functions.end(), [](const FunctionTime& a, const FunctionTime& b) {
+      return std::tie(b.total_s, a.name, a.file) < std::tie(a.total_s, b.name, b.file);
+    });
+  }
+}
+
+double round6(double v) { return std::round(v * 1e6) / 1e6; }
+
+}  // namespace
+
+RuleRecords collect_rule_records(const RulesInput& input, bool with_functions) {
+  RuleRecords records;
+  for (const auto& e : input.framework) {
+    std::string mode = step_mode(e.name);
+    if (mode.empty()) continue;
+    StepRecord step;
+    step.node = e.node_id;
+    step.pid = e.pid;
+    step.mode = mode;
+    step.step = e.args.integer("step_num").value_or(-1);
+    step.start_us = e.start_us;
+    step.end_us = e.end_us;
+    records.steps.push_back(std::move(step));
+  }
+  std::stable_sort(records.steps.begin(), records.steps.end(),
+                   [](const StepRecord& a, const StepRecord& b) { return a.end_us < b.end_us; });
+
+  std::map<std::pair<std::string, int64_t>, size_t> tick_index;
+  for (const auto& m : input.system) {
+    int64_t us = int64_t(std::llround(m.timestamp * 1e6));
+    auto [it, added] = tick_index.try_emplace({m.node_id, us}, records.ticks.size());
+    if (added) records.ticks.push_back(SystemTick{m.node_id, us, {}});
+    records.ticks[it->second].metrics.push_back(&m);
+  }
+  std::stable_sort(records.ticks.begin(), records.ticks.end(),
+                   [](const SystemTick& a, const SystemTick& b) { return a.timestamp_us < b.timestamp_us; });
+
+  if (!with_functions || input.profile_dir.empty() || records.steps.empty()) return records;
+  auto samples = store::load_profile_samples(input.profile_dir);
+  if (!samples.ok() || !samples->manifest) {
+    if (!samples.ok()) spdlog::debug("custom rules: no samples: {}", samples.error().message);
+    return records;
+  }
+  records.samples = !samples->processes.empty();
+  int64_t offset = samples->manifest->clock_realtime_ns - samples->manifest->clock_monotonic_ns;
+  for (const auto& process : samples->processes) {
+    std::vector<StepRecord*> mine;
+    for (auto& step : records.steps) {
+      if (step.pid == process.log.pid()) mine.push_back(&step);
+    }
+    add_function_times(process, offset, mine);
+  }
+  return records;
+}
+
+nlohmann::ordered_json step_record_json(const StepRecord& step, size_t top) {
+  nlohmann::ordered_json j = {{"type", "step"},     {"node", step.node},         {"pid", step.pid},
+                              {"mode", step.mode},  {"step", step.step},         {"start_us", step.start_us},
+                              {"end_us", step.end_us}, {"duration_s", round6(step.duration_s())}};
+  if (step.sampled) {
+    j["sampled_s"] = round6(step.sampled_s);
+    auto& functions = j["functions"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < step.functions.size() && i < top; ++i) {
+      const FunctionTime& f = step.functions[i];
+      functions.push_back({{"function", f.name},
+                           {"file", f.file},
+                           {"line", f.line},
+                           {"self_s", round6(f.self_s)},
+                           {"total_s", round6(f.total_s)}});
+    }
+  }
+  return j;
+}
+
+nlohmann::ordered_json tick_record_json(const SystemTick& tick) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const auto* m : tick.metrics) {
+    // smdebug's records name the figure by Dimension and the device by Name; the host's memory
+    // record has Name "MemoryUsedPercent" and no Dimension.
+    const std::string& group = m->dimension.empty() ? m->type : m->dimension;
+    metrics[group][m->name] = m->value;
+  }
+  return {{"type", "system"}, {"node", tick.node}, {"timestamp_us", tick.timestamp_us}, {"metrics", metrics}};
+}
+
+}  // namespace sprof::rules

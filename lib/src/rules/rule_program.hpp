@@ -1,0 +1,45 @@
+#pragma once
+// One running rule program: records go to its stdin, verdicts come from its stdout, both over one
+// socket pair so a program that has gone away is an error (EPIPE), never SIGPIPE.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sprof/custom_rules.hpp"
+
+namespace sprof::rules {
+
+class RuleProgram {
+ public:
+  RuleProgram(const ProgramRule& rule, double timeout_s, std::vector<std::string> env);
+  ~RuleProgram();
+  RuleProgram(const RuleProgram&) = delete;
+  RuleProgram& operator=(const RuleProgram&) = delete;
+
+  // Writes `lines` (each without its newline) and {"type":"evaluate","seq":seq,"final":final}, and
+  // returns the program's answer: the JSON object on the line that carries "seq": seq. The error
+  // says why the program cannot be used any more (it could not start, exited, wrote a line that
+  // is not such an object, or did not answer within the timeout); the program is killed then.
+  Result<nlohmann::json> exchange(const std::vector<std::string>& lines, int64_t seq, bool final);
+  // Ends its input and waits a little for it to exit; kills it otherwise.
+  void close();
+
+ private:
+  Status start();
+  void kill_and_reap();
+  std::string exit_description(bool wait);
+
+  ProgramRule rule_;
+  double timeout_s_;
+  std::vector<std::string> env_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string input_;  // what it wrote that is not yet a whole line
+};
+
+}  // namespace sprof::rules
