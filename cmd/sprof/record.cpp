@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "custom_rule_flags.hpp"
 #include "option_checks.hpp"
 #include "progress_line.hpp"
 #include "sprof/profile_samples.hpp"
@@ -51,18 +52,23 @@ struct RecordFlags {
   std::vector<std::string> rules;
   std::vector<std::string> actions;
   watch::RuleWatchOptions watch;
+  CustomRuleFlags custom;
   std::string fail_on;
 };
 
-// --rule/--rules and --action: the hook, or nothing without a rule.
-Result<std::unique_ptr<watch::RuleWatch>> rule_watch(const RecordFlags& flags, const CLI::App& sub) {
-  if (flags.rules.empty()) {
-    for (const char* name : {"--action", "--rule-interval", "--stop-grace", "--fail-on"}) {
-      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --rule or --rules", name);
+// --rule/--rules, --rule-file/--rule-program and --action: the hook, or nothing without a rule.
+// `custom` holds the custom rules' files (sprof's Python package) while the hook lives.
+Result<std::unique_ptr<watch::RuleWatch>> rule_watch(const RecordFlags& flags, const CLI::App& sub,
+                                                     std::unique_ptr<CustomRuleSet>& custom) {
+  SPROF_TRY(custom, CustomRuleSet::load(flags.custom));
+  if (flags.rules.empty() && custom->rules().empty()) {
+    for (const char* name : {"--action", "--rule-interval", "--stop-grace", "--fail-on", "--rule-timeout"}) {
+      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --rule, --rules or --rule-file", name);
     }
     return std::unique_ptr<watch::RuleWatch>();
   }
   watch::RuleWatchOptions options = flags.watch;
+  options.custom = custom->rules();
   for (const std::string& r : flags.rules) SPROF_TRY_STATUS(watch::parse_rule_flag(r, options));
   for (const std::string& a : flags.actions) SPROF_TRY_STATUS(watch::parse_action_flag(a, options));
   return watch::RuleWatch::create(options);
@@ -253,6 +259,7 @@ void add_record(CLI::App& app, CommandList& commands) {
   sub->add_option("--stop-grace", flags->watch.stop_grace_s, "Seconds between the signals of a stop action")
       ->capture_default_str()
       ->check(finite_in(0.1, 3600.0));
+  add_custom_rule_flags(sub, flags->custom);
   sub->add_option("--fail-on", flags->fail_on,
                   "Exit 3 when the command succeeded but one of these rules (any, or RULE[,RULE...]) found issues "
                   "at the end");
@@ -289,7 +296,8 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
     if (trace_windows) observers.push_back(trace_windows.get());
     if (upload) observers.push_back(upload.get());
-    SPROF_TRY(std::unique_ptr<watch::RuleWatch> watching, rule_watch(*flags, *sub));
+    std::unique_ptr<CustomRuleSet> custom_rules;
+    SPROF_TRY(std::unique_ptr<watch::RuleWatch> watching, rule_watch(*flags, *sub, custom_rules));
     if (watching) observers.push_back(watching.get());
     auto recording = recorder::record(plan, observers);
     status.clear();

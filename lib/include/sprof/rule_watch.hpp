@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "sprof/custom_rules.hpp"
 #include "sprof/launch.hpp"
 #include "sprof/result.hpp"
 #include "sprof/rules.hpp"
@@ -28,11 +29,14 @@ struct RuleAction {
 };
 
 struct RuleWatchOptions {
-  std::vector<std::string> rules;   // names (case-insensitive); "all": ProfilerReport's eleven
+  // Names (case-insensitive); "all": ProfilerReport's eleven. Custom rules: those named, or all of
+  // them when none is named; built-ins only when named.
+  std::vector<std::string> rules;
   std::vector<std::string> params;  // "<Rule>_<param>=<value>"
   double interval_s = 60;
   std::map<std::string, RuleAction> actions;  // by rule name as the catalogue spells it
   double stop_grace_s = 30;
+  rules::CustomRules custom;  // --rule-file, --rule-program (set before the flags above are parsed)
 };
 
 // "StepOutlier:stddev=2,n_outliers=5" -> the rule and its params ("StepOutlier_stddev=2", ...).
@@ -41,6 +45,7 @@ Status parse_rule_flag(std::string_view text, RuleWatchOptions& options);
 Status parse_action_flag(std::string_view text, RuleWatchOptions& options);
 
 // The hook; usage errors for unknown rules, parameters or an action for a rule not watched.
+// Rule programs start at the first evaluation and stay up until the last.
 class RuleWatch : public launch::RecordHooks {
  public:
   static Result<std::unique_ptr<RuleWatch>> create(RuleWatchOptions options);

@@ -48,6 +48,7 @@ struct Point {
   double part = 0;   // share: this point's part ...
   double whole = 0;  // ... of this whole (function: the step's sampled time)
   int64_t step = -1;
+  bool valid = true;  // false: a step without samples (it counts in its window, with no value)
 };
 
 struct WindowValue {
@@ -104,9 +105,13 @@ std::optional<double> tick_value(const ThresholdRule& rule, const SystemTick& ti
   return sum / n;
 }
 
-double aggregate(Aggregation a, const std::vector<const Point*>& points, double span_us) {
+// Nothing when no point of the window has a value.
+std::optional<double> aggregate(Aggregation a, const std::vector<const Point*>& points, double span_us) {
   std::vector<double> values;
-  for (const Point* p : points) values.push_back(p->value);
+  for (const Point* p : points) {
+    if (p->valid) values.push_back(p->value);
+  }
+  if (values.empty()) return std::nullopt;
   switch (a) {
     case Aggregation::mean: return mean(values);
     case Aggregation::min: return *std::min_element(values.begin(), values.end());
@@ -163,7 +168,12 @@ class Evaluation {
       ++steps;
       Point p{s.start_us, s.end_us, s.duration_s(), s.duration_s(), 0, s.step};
       if (rule_.metric == CustomMetric::function) {
-        if (!s.sampled || s.sampled_s <= 0) continue;
+        if (!s.sampled || s.sampled_s <= 0) {
+          p.valid = false;
+          p.part = 0;
+          by_node[s.node].push_back(p);
+          continue;
+        }
         double t = 0;
         for (const auto& f : s.functions) {
           if (function_matches(rule_, f)) t = std::max(t, rule_.self_time ? f.self_s : f.total_s);
@@ -260,8 +270,8 @@ class Evaluation {
 
   std::string too_few(size_t have, const char* what) const {
     if (rule_.window_steps > 0) {
-      return fmt::format("no complete window yet: {} {} {}, the window is {}", have,
-                         rule_.mode.empty() ? std::string("") : rule_.mode, what, rule_.window_steps);
+      return fmt::format("no complete window yet: {} {}{}, the window is {}", have,
+                         rule_.mode.empty() ? std::string("") : rule_.mode + " ", what, rule_.window_steps);
     }
     return fmt::format("no complete window of {} s yet", num(rule_.window_seconds));
   }
@@ -294,7 +304,9 @@ class Evaluation {
     }
   }
 
-  void add_window(const std::string& node, std::string label, double value) {
+  void add_window(const std::string& node, std::string label, std::optional<double> aggregated) {
+    if (!aggregated) return;
+    double value = *aggregated;
     ++windows_;
     if (!seen_value_ || closer(value, extreme_)) extreme_ = value;
     seen_value_ = true;
@@ -308,10 +320,14 @@ class Evaluation {
   }
 
   std::string what() const {
-    std::string metric = rule_.metric == CustomMetric::function
-                             ? fmt::format("{} share of {}", rule_.self_time ? "own" : "total", rule_.function)
-                         : rule_.metric == CustomMetric::system ? rule_.dimension
-                                                                : std::string(metric_name(rule_.metric));
+    bool share = rule_.aggregation == Aggregation::share;
+    if (rule_.metric == CustomMetric::function) {
+      std::string time = rule_.self_time ? "own time" : "time";
+      return share ? fmt::format("share of {} in {}", time, rule_.function)
+                   : fmt::format("{} share of {} in {}", aggregation_name(rule_.aggregation), time, rule_.function);
+    }
+    if (rule_.metric == CustomMetric::step_time && share) return "share of time in steps";
+    std::string metric = rule_.metric == CustomMetric::system ? rule_.dimension : std::string(metric_name(rule_.metric));
     if (!rule_.device.empty()) metric += " of " + rule_.device;
     return fmt::format("{} {}", aggregation_name(rule_.aggregation), metric);
   }

@@ -35,15 +35,21 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The catalogue's spelling of a rule name, or "" when there is none.
-std::string canonical(std::string_view name) {
+// The catalogue's spelling of a rule name (a built-in or one of `custom`), or "" when there is none.
+std::string canonical(std::string_view name, const rules::CustomRules& custom) {
   for (const auto& info : rules::rule_catalog()) {
     if (lower(info.name) == lower(std::string(name))) return info.name;
   }
-  return {};
+  return custom.find(name).value_or("");
 }
 
 int64_t epoch_s() { return int64_t(::time(nullptr)); }
+
+nlohmann::json custom_names(const rules::CustomRules& custom) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& info : custom.catalog()) names.push_back({{"name", info.name}, {"source", info.source}});
+  return names;
+}
 
 }  // namespace
 
@@ -53,16 +59,21 @@ Status parse_rule_flag(std::string_view text, RuleWatchOptions& options) {
   if (lower(name) == "all") {
     options.rules.push_back("all");
   } else {
-    std::string rule = canonical(name);
+    std::string rule = canonical(name, options.custom);
     if (rule.empty()) {
       std::vector<std::string> names;
       for (const auto& info : rules::rule_catalog()) names.push_back(info.name);
+      for (const auto& info : options.custom.catalog()) names.push_back(info.name);
       return make_error(ErrorKind::usage, "--rule {}: no such rule (known: all, {})", name, fmt::join(names, ", "));
     }
     options.rules.push_back(rule);
     name = rule;
   }
   if (colon == std::string_view::npos) return {};
+  if (options.custom.find(name)) {
+    return make_error(ErrorKind::usage, "--rule {}: {} is a custom rule; its parameters are in its rule file or program",
+                      text, name);
+  }
   std::string_view params = text.substr(colon + 1);
   size_t pos = 0;
   while (pos <= params.size()) {
@@ -83,7 +94,7 @@ Status parse_action_flag(std::string_view text, RuleWatchOptions& options) {
   if (eq == std::string_view::npos) {
     return make_error(ErrorKind::usage, "--action {}: give RULE=stop, RULE=log or RULE=exec:COMMAND", text);
   }
-  std::string rule = canonical(text.substr(0, eq));
+  std::string rule = canonical(text.substr(0, eq), options.custom);
   if (rule.empty()) return make_error(ErrorKind::usage, "--action {}: no such rule '{}'", text, text.substr(0, eq));
   std::string_view what = text.substr(eq + 1);
   RuleAction action;
@@ -103,7 +114,9 @@ Status parse_action_flag(std::string_view text, RuleWatchOptions& options) {
 
 struct RuleWatch::Impl {
   RuleWatchOptions options;
-  rules::RulesOptions rules_options;
+  rules::RulesOptions rules_options;  // the built-ins
+  bool builtins = true;
+  std::unique_ptr<rules::CustomRuleRunner> custom;
   fs::path dir;
   pid_t target = 0;
   int64_t start_epoch_s = 0;
@@ -150,8 +163,20 @@ struct RuleWatch::Impl {
     return input;
   }
 
+  Result<std::vector<rules::RuleResult>> evaluate_rules(const rules::RulesInput& input, bool final) {
+    std::vector<rules::RuleResult> results;
+    if (builtins) {
+      SPROF_TRY(results, rules::run_rules(input, rules_options));
+    }
+    if (custom) {
+      auto more = custom->evaluate(input, final);
+      results.insert(results.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    return results;
+  }
+
   void run_once(const rules::RulesInput& input, bool final) {
-    auto results = rules::run_rules(input, rules_options);
+    auto results = evaluate_rules(input, final);
     if (!results.ok()) {
       ++failed_evaluations;
       spdlog::debug("rules: {}", results.error().message);
@@ -279,13 +304,32 @@ RuleWatch::~RuleWatch() {
 Result<std::unique_ptr<RuleWatch>> RuleWatch::create(RuleWatchOptions options) {
   auto impl = std::make_unique<Impl>();
   bool all = std::find(options.rules.begin(), options.rules.end(), "all") != options.rules.end();
-  if (!all) impl->rules_options.rules = options.rules;
+  std::vector<std::string> builtin, custom;
+  for (const auto& name : options.rules) {
+    (options.custom.find(name) ? custom : builtin).push_back(name);
+  }
+  impl->builtins = !builtin.empty();
+  if (!all) impl->rules_options.rules = builtin;
   impl->rules_options.params = options.params;
   // Names and parameters are checked before anything runs.
-  SPROF_TRY(auto checked, rules::run_rules(rules::RulesInput{}, impl->rules_options));
+  std::vector<rules::RuleResult> checked;
+  if (impl->builtins) {
+    SPROF_TRY(checked, rules::run_rules(rules::RulesInput{}, impl->rules_options));
+  }
+  std::vector<std::string> watched_names;
+  for (const auto& r : checked) watched_names.push_back(r.rule);
+  if (!options.custom.empty()) {
+    for (const auto& info : options.custom.catalog()) {
+      if (custom.empty() || std::find(custom.begin(), custom.end(), info.name) != custom.end()) {
+        watched_names.push_back(info.name);
+      }
+    }
+    impl->custom = std::make_unique<rules::CustomRuleRunner>(options.custom, custom, true);
+  }
+  if (watched_names.empty()) return make_error(ErrorKind::usage, "no rule to watch: give --rule, --rules or --rule-file");
   for (const auto& entry : options.actions) {
     const std::string& rule = entry.first;
-    bool watched = std::any_of(checked.begin(), checked.end(), [&](const auto& r) { return r.rule == rule; });
+    bool watched = std::find(watched_names.begin(), watched_names.end(), rule) != watched_names.end();
     if (!watched) return make_error(ErrorKind::usage, "--action for {}: that rule is not among the --rule ones", rule);
   }
   if (!(options.interval_s >= 1)) return make_error(ErrorKind::usage, "--rule-interval must be at least 1 second");
@@ -330,6 +374,7 @@ Status RuleWatch::on_finish(const fs::path& /*output_dir*/, store::Manifest& man
   m.reap(true);
   nlohmann::json section = {{"interval_s", m.options.interval_s},
                             {"rules", m.options.rules},
+                            {"custom_rules", custom_names(m.options.custom)},
                             {"evaluations", m.evaluations},
                             {"skipped_evaluations", m.failed_evaluations},
                             {"findings", m.events},
