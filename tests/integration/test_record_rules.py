@@ -65,7 +65,9 @@ class RecordRules(TempDirTestCase):
         self.assertIsNone(section["stopped_by"])
         report = os.path.join(out, section["output"], "profiler-output", "profiler-reports", "StepOutlier.json")
         with open(report) as f:
-            self.assertEqual(json.load(f)["RuleTriggered"], 1)
+            # Once per minute window (smdebug's scan_interval_us) in which it fired: a run that
+            # crosses a UTC minute can count twice.
+            self.assertEqual(json.load(f)["RuleTriggered"], max(triggered))
         # --fail-on: the command succeeded, the rule found issues: 3.
         self.record("--rule", "StepOutlier:stddev=1,n_outliers=1", "--fail-on", "StepOutlier", check=3)
 

@@ -42,6 +42,7 @@ struct StepRecord {
   int64_t start_us = 0;
   int64_t end_us = 0;
   bool sampled = false;    // the step's process has samples in this profile
+  bool samples_pending = false;  // live: its process's samples up to the step's end are not written yet
   double sampled_s = 0;    // the weight of its samples (all threads)
   std::vector<FunctionTime> functions;  // by total time, longest first
   double duration_s() const { return double(end_us - start_us) / 1e6; }
@@ -59,9 +60,10 @@ struct RuleRecords {
   bool samples = false;           // the profile has Python samples
 };
 
-// Steps from the framework timeline's Step:ModeKeys.* events; with `with_functions`, each
-// step's function times from input.profile_dir's samples of the step's process.
-RuleRecords collect_rule_records(const RulesInput& input, bool with_functions);
+// Steps from the framework timeline's Step:ModeKeys.* events (a step still open, of no length, is
+// left out); with `with_functions`, each step's function times from input.profile_dir's samples
+// of the step's process, and while a recording runs (`live`) whether those are all written yet.
+RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, bool live);
 
 RuleResult evaluate_threshold(const ThresholdRule& rule, const RuleRecords& records);
 

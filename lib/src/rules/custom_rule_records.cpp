@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <chrono>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
@@ -65,15 +67,17 @@ void add_function_times(const store::ProcessSamples& process, int64_t epoch_offs
   }
 }
 
+constexpr int64_t kFirstChunkWaitUs = 5'000'000;
+
 double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 }  // namespace
 
-RuleRecords collect_rule_records(const RulesInput& input, bool with_functions) {
+RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, bool live) {
   RuleRecords records;
   for (const auto& e : input.framework) {
     std::string mode = step_mode(e.name);
-    if (mode.empty()) continue;
+    if (mode.empty() || e.end_us <= e.start_us) continue;
     StepRecord step;
     step.node = e.node_id;
     step.pid = e.pid;
@@ -98,18 +102,30 @@ RuleRecords collect_rule_records(const RulesInput& input, bool with_functions) {
 
   if (!with_functions || input.profile_dir.empty() || records.steps.empty()) return records;
   auto samples = store::load_profile_samples(input.profile_dir);
-  if (!samples.ok() || !samples->manifest) {
-    if (!samples.ok()) spdlog::debug("custom rules: no samples: {}", samples.error().message);
-    return records;
-  }
-  records.samples = !samples->processes.empty();
-  int64_t offset = samples->manifest->clock_realtime_ns - samples->manifest->clock_monotonic_ns;
-  for (const auto& process : samples->processes) {
-    std::vector<StepRecord*> mine;
-    for (auto& step : records.steps) {
-      if (step.pid == process.log.pid()) mine.push_back(&step);
+  std::set<int64_t> logged;
+  if (samples.ok() && samples->manifest) {
+    records.samples = !samples->processes.empty();
+    int64_t offset = samples->manifest->clock_realtime_ns - samples->manifest->clock_monotonic_ns;
+    for (const auto& process : samples->processes) {
+      std::vector<StepRecord*> mine;
+      for (auto& step : records.steps) {
+        if (step.pid == process.log.pid()) mine.push_back(&step);
+      }
+      add_function_times(process, offset, mine);
+      logged.insert(process.log.pid());
+      // The sampler writes its log in chunks: the newest steps may have no samples on disk yet.
+      int64_t written_us = (process.log.last_ns() + offset) / 1000;
+      for (StepRecord* step : mine) step->samples_pending = live && step->end_us > written_us;
     }
-    add_function_times(process, offset, mine);
+  } else if (!samples.ok()) {
+    spdlog::debug("custom rules: no samples: {}", samples.error().message);
+  }
+  if (!live) return records;
+  // A process whose log has no chunk yet: its steps wait a few seconds for one.
+  int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  for (auto& step : records.steps) {
+    if (!logged.contains(step.pid) && now_us - step.end_us < kFirstChunkWaitUs) step.samples_pending = true;
   }
   return records;
 }

@@ -148,6 +148,7 @@ struct CustomRuleRunner::Impl {
     // New steps and ticks, merged in time order.
     std::vector<std::pair<int64_t, std::string>> fresh;
     for (const auto& s : records.steps) {
+      if (s.samples_pending) continue;  // sent when its samples are written, with its functions
       auto key = std::make_tuple(s.node, s.pid, s.mode, s.step, s.start_us);
       if (!p.sent_steps.insert(key).second) continue;
       fresh.emplace_back(s.end_us, step_record_json(s, kTopFunctions).dump());
@@ -208,7 +209,7 @@ CustomRuleRunner::CustomRuleRunner(const CustomRules& rules, std::vector<std::st
 CustomRuleRunner::~CustomRuleRunner() = default;
 
 std::vector<RuleResult> CustomRuleRunner::evaluate(const RulesInput& input, bool final) {
-  RuleRecords records = collect_rule_records(input, impl_->needs_functions());
+  RuleRecords records = collect_rule_records(input, impl_->needs_functions(), impl_->live && !final);
   std::vector<RuleResult> results;
   for (const ThresholdRule* t : impl_->thresholds) results.push_back(evaluate_threshold(*t, records));
   for (auto& p : impl_->programs) results.push_back(impl_->evaluate_program(p, input, records, final));

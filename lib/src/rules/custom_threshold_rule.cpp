@@ -168,6 +168,7 @@ class Evaluation {
       ++steps;
       Point p{s.start_us, s.end_us, s.duration_s(), s.duration_s(), 0, s.step};
       if (rule_.metric == CustomMetric::function) {
+        if (s.samples_pending) continue;  // counted once its samples are written
         if (!s.sampled || s.sampled_s <= 0) {
           p.valid = false;
           p.part = 0;

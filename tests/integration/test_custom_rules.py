@@ -1,0 +1,271 @@
+"""Rules users write themselves: threshold rules from a JSON rule file and rule programs (the
+example in examples/rules/, written with sprof/rules.py), run by `sprof rules` on a real
+recording and by `sprof record` while a real job runs — a job that becomes slow halfway is
+stopped by a declarative rule; a crashing, a hanging and a babbling rule program are disabled
+with one message each and the recording completes."""
+
+import json
+import os
+import sys
+import time
+import unittest
+
+from sprof_testlib import DEBIAN_PYTHON, SOURCE_DIR, TempDirTestCase, run_sprof
+
+EXAMPLE = os.path.join(SOURCE_DIR, "examples", "rules")
+
+# A training loop whose data loading becomes slow at step SLOW_FROM; prints each step it starts.
+WORKLOAD = r"""
+import sys, time
+import sprof
+STEPS, SLOW_FROM = %(steps)d, %(slow_from)d
+def load_batch(slow):
+    time.sleep(0.12 if slow else 0.01)
+def compute():
+    deadline = time.perf_counter() + 0.01
+    while time.perf_counter() < deadline:
+        pass
+sprof.set_mode(sprof.TRAIN)
+for i in range(STEPS):
+    print("step", i, flush=True)
+    with sprof.step_context():
+        load_batch(i >= SLOW_FROM)
+        compute()
+print("finished", flush=True)
+"""
+
+THRESHOLD_RULES = [
+    {"name": "SlowSteps", "metric": "step_time", "aggregation": "mean", "window": {"steps": 5, "mode": "train"},
+     "comparison": ">", "threshold": 0.08, "message": "{window} averaged {value} s",
+     "recommendation": "look at the data loader"},
+    {"name": "LoaderShare", "metric": "function", "function": "load_batch", "aggregation": "share",
+     "window": {"steps": 5}, "comparison": ">", "threshold": 80},
+]
+
+# Rule programs that go wrong in each way a program can.
+CRASHING = "import sys\nsys.stdin.readline()\nsys.exit(3)\n"
+HANGING = "import sys, time\nfor line in sys.stdin:\n    time.sleep(600)\n"
+BABBLING = "import sys\nfor line in sys.stdin:\n    print('hello', flush=True)\n"
+# Keeps every record it reads (one JSON file per evaluation), then answers as sprof/rules.py does.
+RECORDING = r"""
+import json, sys
+from sprof.rules import Rule
+class Keep(Rule):
+    def __init__(self, path):
+        super().__init__()
+        self.path, self.records = path, []
+    def handle(self, record):
+        self.records.append(record)
+        if record["type"] == "evaluate":
+            with open(self.path, "w") as f:
+                json.dump(self.records, f)
+        return super().handle(record)
+Keep(sys.argv[1]).run()
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def by_rule(doc):
+    return {r["rule"]: r for r in doc["rules"]}
+
+
+class CustomRulesAfterTheRun(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.tmp = tempfile.mkdtemp(prefix="sprof-custom-rules-")
+        cls.script = write(os.path.join(cls.tmp, "train.py"), WORKLOAD % {"steps": 30, "slow_from": 15})
+        cls.out = os.path.join(cls.tmp, "prof")
+        run_sprof("record", "-o", cls.out, "--rate", "200", "--", DEBIAN_PYTHON, cls.script, check=0)
+        cls.rule_file = write(os.path.join(cls.tmp, "rules.json"), json.dumps(THRESHOLD_RULES))
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def rules_json(self, *flags, check=0):
+        proc = run_sprof("rules", self.out, "--json", *flags, check=check)
+        return json.loads(proc.stdout), proc
+
+    def test_threshold_rules_count_complete_windows(self):
+        doc, _ = self.rules_json("--rule-file", self.rule_file)
+        names = [r["rule"] for r in doc["rules"]]
+        # The built-ins first, ProfilerReport summing up only them; then the custom rules.
+        self.assertEqual(names[0], "ProfilerReport")
+        self.assertEqual(names[-2:], ["SlowSteps", "LoaderShare"])
+        plain, _ = self.rules_json()
+        self.assertEqual(by_rule(doc)["ProfilerReport"], by_rule(plain)["ProfilerReport"])
+        slow = by_rule(doc)["SlowSteps"]
+        # Six windows of five train steps; the three after step 15 are slow.
+        self.assertEqual((slow["status"], slow["Datapoints"], slow["RuleTriggered"]), ("IssuesFound", 6, 3))
+        self.assertRegex(slow["evidence"], r"^train steps 25-29 averaged 0\.1[3-5]\d* s \[mean step_time")
+        self.assertEqual(slow["recommendation"], "look at the data loader")
+        self.assertEqual([w["window"] for w in slow["Details"]["triggered_windows"]],
+                         ["train steps 15-19", "train steps 20-24", "train steps 25-29"])
+        share = by_rule(doc)["LoaderShare"]
+        self.assertEqual((share["Datapoints"], share["RuleTriggered"]), (6, 3))
+        self.assertIn("share of time in load_batch", share["evidence"])
+        # Only the rules named run.
+        doc, _ = self.rules_json("--rule-file", self.rule_file, "--rule", "loadershare")
+        self.assertEqual([r["rule"] for r in doc["rules"]], ["LoaderShare"])
+
+    def test_the_example_rule_program_names_the_slow_function(self):
+        doc, proc = self.rules_json("--rule-file", os.path.join(EXAMPLE, "rules.json"), "--rule", "StepRegression")
+        rule = by_rule(doc)["StepRegression"]
+        self.assertEqual(rule["status"], "IssuesFound", proc.stderr)
+        self.assertEqual(rule["RuleTriggered"], 15)  # every slow step: > 1.5x the first five's median
+        self.assertEqual(rule["Datapoints"], 30)
+        self.assertRegex(rule["evidence"], r"^train step 29 took 0\.1\d+ s, .* in load_batch \(%s:\d+\)$"
+                         % self.script.replace(".", r"\."))
+        self.assertEqual(rule["RuleParameters"], "baseline_steps:5\nfactor:1.5")
+        self.assertEqual(rule["Details"]["slow_steps"], list(range(15, 30)))
+        # --rule-program NAME=COMMAND runs the same program.
+        doc, _ = self.rules_json("--rule-program", "regress=" + os.path.join(EXAMPLE, "step_regression.py"),
+                                 "--rule", "regress")
+        self.assertEqual(by_rule(doc)["regress"]["RuleTriggered"], 15)
+
+    def test_a_program_reads_the_job_its_steps_and_the_system(self):
+        kept = os.path.join(self.tmp, "records.json")
+        program = write(os.path.join(self.tmp, "keep.py"), RECORDING)
+        self.rules_json("--rule-program", "Keep=%s %s %s" % (DEBIAN_PYTHON, program, kept), "--rule", "Keep")
+        with open(kept) as f:
+            records = json.load(f)
+        start = records[0]
+        self.assertEqual(start["type"], "start")
+        self.assertEqual((start["rule"], start["live"], start["profile"]), ("Keep", False, self.out))
+        self.assertEqual(start["command"], [DEBIAN_PYTHON, self.script])
+        self.assertEqual(records[-1], {"type": "evaluate", "seq": 1, "final": True})
+        steps = [r for r in records if r["type"] == "step"]
+        self.assertEqual([s["step"] for s in steps], list(range(30)))
+        self.assertTrue(all(s["mode"] == "train" for s in steps))
+        slow = steps[20]
+        self.assertAlmostEqual(slow["duration_s"], 0.13, delta=0.03)
+        self.assertAlmostEqual(slow["duration_s"], (slow["end_us"] - slow["start_us"]) / 1e6, delta=1e-6)
+        self.assertEqual(slow["functions"][0]["function"], "<module>")
+        loader = [f for f in slow["functions"] if f["function"] == "load_batch"][0]
+        self.assertGreater(loader["total_s"] / slow["sampled_s"], 0.7)
+        ticks = [r for r in records if r["type"] == "system"]
+        self.assertTrue(ticks)
+        self.assertIn("cpu0", ticks[0]["metrics"]["CPUUtilization"])
+        times = [r.get("end_us", r.get("timestamp_us")) for r in records[1:-1]]
+        self.assertEqual(times, sorted(times))
+
+    def test_rules_list_shows_custom_rules(self):
+        proc = run_sprof("rules", "--list", "--rule-file", self.rule_file, "--rule-program", "/bin/true", check=0)
+        self.assertIn("SlowSteps  (custom: %s)\n  mean step_time over 5 train steps > 0.08\n" % self.rule_file,
+                      proc.stdout)
+        self.assertIn("true  (custom: --rule-program)\n  rule program: /bin/true\n", proc.stdout)
+        self.assertTrue(proc.stdout.startswith("ProfilerReport\n"))
+
+    def test_bad_rule_files_are_usage_errors(self):
+        bad = write(os.path.join(self.tmp, "bad.json"), json.dumps([dict(THRESHOLD_RULES[0], metric="steptime")]))
+        proc = run_sprof("rules", self.out, "--rule-file", bad, check=2)
+        self.assertIn("--rule-file %s: rule SlowSteps: unknown metric \"steptime\" (known: step_time," % bad, proc.stderr)
+        bad = write(os.path.join(self.tmp, "bad.json"), json.dumps([dict(THRESHOLD_RULES[0], treshold=1)]))
+        proc = run_sprof("record", "--rule-file", bad, "--", DEBIAN_PYTHON, "-c", "pass", check=2)
+        self.assertIn("rule SlowSteps: unknown key \"treshold\"", proc.stderr)
+        proc = run_sprof("rules", self.out, "--rule-file", self.rule_file, "--rule", "SlowStep", check=2)
+        self.assertIn("unknown rule 'SlowStep'", proc.stderr)
+        self.assertIn("SlowSteps, LoaderShare", proc.stderr)
+        proc = run_sprof("rules", self.out, "--rule-program", "x=/nonexistent/rule", check=0)
+        self.assertIn("rule x (/nonexistent/rule) disabled: cannot run /nonexistent/rule: No such file or directory",
+                      proc.stderr)
+
+    def test_broken_programs_are_disabled_once_and_the_rest_runs(self):
+        flags = ["--rule-timeout", "2", "--rule-file", self.rule_file]
+        for name, text in (("crashing", CRASHING), ("hanging", HANGING), ("babbling", BABBLING)):
+            flags += ["--rule-program", "%s=%s %s" % (name, DEBIAN_PYTHON, write(os.path.join(self.tmp, name + ".py"), text))]
+        started = time.monotonic()
+        doc, proc = self.rules_json(*flags)
+        self.assertLess(time.monotonic() - started, 30)
+        results = by_rule(doc)
+        self.assertEqual(results["SlowSteps"]["RuleTriggered"], 3)
+        expected = {
+            "crashing": "it gave no verdict: it exited with status 3",
+            "hanging": "it did not answer within 2 s (--rule-timeout)",
+            "babbling": "it wrote \"hello\", not a verdict (a JSON object with \"seq\")",
+        }
+        for name, why in expected.items():
+            self.assertEqual(results[name]["status"], "NoData")
+            self.assertEqual(results[name]["evidence"], "rule program disabled: " + why)
+            self.assertEqual(proc.stderr.count("rule %s (" % name), 1, proc.stderr)
+            self.assertIn(why, proc.stderr)
+
+
+class CustomRulesLive(TempDirTestCase):
+    def record(self, *flags, steps=200, slow_from=10, check=None):
+        script = write(os.path.join(self.tmp, "train.py"), WORKLOAD % {"steps": steps, "slow_from": slow_from})
+        out = os.path.join(self.tmp, "prof")
+        started = time.monotonic()
+        proc = run_sprof("record", "-o", out, "--rate", "200", *flags, "--", DEBIAN_PYTHON, script, check=check,
+                         cwd=self.tmp)
+        with open(os.path.join(out, "sprof.json")) as f:
+            manifest = json.load(f)
+        return out, proc, manifest, time.monotonic() - started
+
+    def test_a_declarative_rule_stops_a_job_that_became_slow(self):
+        rule_file = write(os.path.join(self.tmp, "rules.json"), json.dumps(THRESHOLD_RULES[:1]))
+        out, proc, manifest, took = self.record("--rule-file", rule_file, "--rule-interval", "1",
+                                                "--action", "SlowSteps=stop", "--stop-grace", "5")
+        self.assertEqual(proc.returncode, 130, proc.stderr)  # the job's status: SIGINT
+        self.assertNotIn("finished", proc.stdout)
+        started = [int(l.split()[1]) for l in proc.stdout.splitlines() if l.startswith("step ")]
+        # The first slow window (steps 10-14) ends about 1.9 s in; two rule intervals later at
+        # most ~8 more 0.13 s steps have run.
+        self.assertLess(max(started), 15 + 2 * 8 + 4, proc.stderr)
+        section = manifest["live_rules"]
+        self.assertEqual(section["stopped_by"]["rule"], "SlowSteps")
+        self.assertIn("averaged", section["stopped_by"]["evidence"])
+        self.assertEqual([r["name"] for r in section["custom_rules"]], ["SlowSteps"])
+        self.assertIn("sprof: rule SlowSteps found issues: stopping the job", proc.stderr)
+        # The profile is whole: the steps that ran, and the verdict in the rule-output layout.
+        self.assertEqual(manifest["state"], "complete")
+        report = os.path.join(out, section["output"], "profiler-output", "profiler-reports", "SlowSteps.json")
+        with open(report) as f:
+            self.assertGreaterEqual(json.load(f)["RuleTriggered"], 1)
+        modes = json.loads(run_sprof("analyze", out, "--json", check=0).stdout)["steps"]["modes"]
+        recorded = modes[0]["count"]
+        self.assertIn(recorded, (len(started) - 1, len(started)))  # the step SIGINT cut short may end
+        doc = json.loads(run_sprof("rules", out, "--rule-file", rule_file, "--json", "--rule", "SlowSteps",
+                                   check=0).stdout)
+        self.assertEqual(doc["rules"][0]["Datapoints"], recorded // 5)
+
+    def test_a_rule_program_live_runs_its_exec_action(self):
+        log = os.path.join(self.tmp, "notified")
+        out, proc, manifest, _ = self.record(
+            "--rule-file", os.path.join(EXAMPLE, "rules.json"), "--rule", "StepRegression", "--rule-interval", "1",
+            "--action", "StepRegression=exec:env | grep ^SPROF_ > %s" % log, steps=40, slow_from=20, check=0)
+        self.assertIn("finished", proc.stdout)
+        with open(log) as f:
+            env = dict(line.split("=", 1) for line in f.read().splitlines())
+        self.assertEqual(env["SPROF_RULE"], "StepRegression")
+        self.assertEqual(env["SPROF_RULE_STATUS"], "IssuesFound")
+        self.assertIn("in load_batch (", env["SPROF_RULE_MESSAGE"])
+        self.assertEqual(env["SPROF_PROFILE_DIR"], out)
+        section = manifest["live_rules"]
+        self.assertGreaterEqual(section["evaluations"], 2)
+        final = [f for f in section["findings"] if f["rule"] == "StepRegression"][-1]
+        self.assertEqual(final["triggered"], 20)  # the program kept its count across evaluations
+
+    def test_broken_programs_never_stop_the_recording(self):
+        flags = ["--rule-timeout", "1", "--rule-interval", "1"]
+        for name, text in (("crashing", CRASHING), ("hanging", HANGING)):
+            flags += ["--rule-program", "%s=%s %s" % (name, DEBIAN_PYTHON, write(os.path.join(self.tmp, name + ".py"), text))]
+        out, proc, manifest, took = self.record(*flags, steps=30, slow_from=30, check=0)
+        self.assertIn("finished", proc.stdout)
+        self.assertEqual(manifest["state"], "complete")
+        self.assertEqual(proc.stderr.count("rule crashing ("), 1, proc.stderr)
+        self.assertEqual(proc.stderr.count("rule hanging ("), 1, proc.stderr)
+        self.assertIn("disabled: it did not answer within 1 s (--rule-timeout)", proc.stderr)
+        modes = json.loads(run_sprof("analyze", out, "--json", check=0).stdout)["steps"]["modes"]
+        self.assertEqual([(m["mode"], m["count"]) for m in modes], [("TRAIN", 30)])
+
+
+if __name__ == "__main__":
+    unittest.main()
