@@ -1,6 +1,11 @@
 /* A stand-in for libnvidia-ml.so.1 with two GPUs reporting fixed numbers, so the system monitor's
  * NVML path (dlopen, symbol lookup, per-GPU records) runs on machines without a GPU.
- * GPU i: utilization 40 + 10·i %, memory used 250·(i+1) of 1000 bytes. */
+ * GPU i: utilization 40 + 10·i %, memory used 250·(i+1) of 1000 bytes. When
+ * $SPROF_FAKE_NVML_UTILIZATION names a file, both GPUs report the number it holds instead, read at
+ * every query: a test's job can starve its "GPUs" halfway. */
+
+#include <stdio.h>
+#include <stdlib.h>
 
 typedef struct {
   unsigned int gpu;
@@ -31,6 +36,13 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
 int nvmlDeviceGetUtilizationRates(void* device, nvmlUtilization_t* utilization) {
   unsigned long index = (unsigned long)device - 1;
   utilization->gpu = 40 + 10 * (unsigned int)index;
+  const char* path = getenv("SPROF_FAKE_NVML_UTILIZATION");
+  FILE* file = path ? fopen(path, "r") : NULL;
+  if (file) {
+    unsigned int value = 0;
+    if (fscanf(file, "%u", &value) == 1) utilization->gpu = value;
+    fclose(file);
+  }
   utilization->memory = 5;
   return 0;
 }
