@@ -31,10 +31,10 @@ sprof_stage(gpu DEPS launch store
   HEADERS gpu gpu_hook)
 sprof_stage(bootstrap DEPS launch store timeline window
   HEADERS bootstrap step_hook)
-sprof_stage(live DEPS bootstrap launch pyframes store
-  HEADERS top)
 sprof_stage(sysmon DEPS launch store
   HEADERS sysmon sysmon_hook)
+sprof_stage(live DEPS bootstrap launch pyframes store sysmon
+  HEADERS top)
 sprof_stage(intervals DEPS launch store timeline
   HEADERS interval_stats interval_stats_hook)
 sprof_stage(record DEPS bootstrap gpu intervals launch store sysmon timeline window

@@ -3,6 +3,7 @@ within 3 s, the header shows the step and mode the bootstrap reports, a key pres
 sort, q quits and leaves the target running; the same attached to a running process (--pid);
 bad flags are usage errors."""
 
+import ctypes
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import sys
 import time
 import unittest
 
-from sprof_testlib import TempDirTestCase, run_sprof
+from sprof_testlib import BINARY_DIR, TempDirTestCase, run_sprof
 
 WORKLOAD = r"""
 import time
@@ -102,7 +103,29 @@ class TopTest(TempDirTestCase):
 
     def test_a_launched_command(self):
         self.start("%s top -- %s %s" % (os.environ["SPROF_BIN"], sys.executable, self.script))
+        try:
+            ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:  # no NVML on this machine
+            self.assertIn("GPU: none | keys:", self.wait_for(lambda s: "GPU: none" in s, 3.0))
         self.check_live_view(expect_steps=True)
+
+    def test_gpu_utilization_from_nvml(self):
+        # The fake NVML as libnvidia-ml.so.1: two GPUs at the utilization a file holds.
+        lib = os.path.join(self.tmp, "lib")
+        os.mkdir(lib)
+        os.symlink(os.path.join(BINARY_DIR, "tests", "libsprof_fake_nvml.so"), os.path.join(lib, "libnvidia-ml.so.1"))
+        utilization = os.path.join(self.tmp, "utilization")
+        with open(utilization, "w") as f:
+            f.write("77")
+        self.start("env LD_LIBRARY_PATH=%s SPROF_FAKE_NVML_UTILIZATION=%s %s top -- %s %s"
+                   % (lib, utilization, os.environ["SPROF_BIN"], sys.executable, self.script))
+        text = self.wait_for(lambda s: "GPU 77% 77%" in s, 3.0)
+        self.assertIn("GPU 77% 77% | keys:", text)
+        with open(utilization, "w") as f:
+            f.write("12")
+        text = self.wait_for(lambda s: "GPU 12% 12%" in s, 3.0)
+        self.assertIn("GPU 12% 12% | keys:", text)
+        self.tmux("send-keys", "-t", self.session, "q")
 
     def test_an_attached_process(self):
         proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.DEVNULL)

@@ -45,6 +45,7 @@ TEST_CASE("top screen fits an 80x24 terminal and marks the sort key") {
   CHECK(lines[1].find("step 17 (train), 3.50 steps/s") != std::string::npos);
   CHECK(lines[1].find("CPU 97%") != std::string::npos);
   CHECK(lines[2].find("t total*") != std::string::npos);
+  CHECK(lines[2].starts_with("GPU: none | keys:"));
   CHECK(lines[5].find("function_with_a_rather_long_name_0 ") != std::string::npos);
   CHECK(lines[5].find(" 50.0%") != std::string::npos);
   // No step seen, nothing sampled yet.
@@ -52,4 +53,15 @@ TEST_CASE("top screen fits an 80x24 terminal and marks the sort key") {
   std::string blank = render::top_screen(empty, {});
   CHECK(blank.find("steps: none seen") != std::string::npos);
   CHECK(blank.find("(no samples yet)") != std::string::npos);
+}
+
+TEST_CASE("top screen shows each GPU's utilization, or the mean and busiest of many") {
+  live::TopView view;
+  view.header.gpu_known = true;
+  view.header.gpu_utilization = {90, 45.4};
+  CHECK(render::top_screen(view, {}).find("\nGPU 90% 45% | keys: o own*") != std::string::npos);
+  view.header.gpu_utilization = {10, 20, 30, 40, 50, 60, 70, 80};
+  CHECK(render::top_screen(view, {}).find("\nGPU mean 45% max 80% (8 GPUs) | keys:") != std::string::npos);
+  view.header.gpu_utilization.clear();  // NVML loaded, no answer this time
+  CHECK(render::top_screen(view, {}).find("\nGPU ? | keys:") != std::string::npos);
 }

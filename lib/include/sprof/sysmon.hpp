@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sprof/result.hpp"
 
@@ -73,6 +74,29 @@ class SystemMonitor {
  private:
   struct Impl;
   explicit SystemMonitor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The GPUs now, for a live view (`sprof top`): NVML opened once, read on demand.
+struct GpuReading {
+  int index = 0;
+  double utilization = 0;          // %
+  double memory_used_percent = 0;  // %
+};
+
+class GpuProbe {
+ public:
+  // Nothing, with the reason in `why`, when NVML cannot be loaded or has no GPU.
+  static std::unique_ptr<GpuProbe> open(std::string& why, const std::string& library = "libnvidia-ml.so.1");
+  ~GpuProbe();
+  GpuProbe(const GpuProbe&) = delete;
+  GpuProbe& operator=(const GpuProbe&) = delete;
+  // One reading per GPU that answered.
+  std::vector<GpuReading> read() const;
+
+ private:
+  struct Impl;
+  explicit GpuProbe(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,7 +3,8 @@
 // target (a pid, or a command it starts with sprof's bootstrap injected, so steps and modes are
 // known) on a thread of its own, and any number of views are taken from it: functions by own and
 // total time (percentages over the time since the previous view, times since the start), and a
-// header of processes, threads, samples, CPU use, the current step and mode and the step rate.
+// header of processes, threads, samples, CPU use, GPU utilization (NVML, when there is one), the
+// current step and mode and the step rate.
 // Stopping the session leaves the target running.
 
 #include <sys/types.h>
@@ -28,6 +29,7 @@ struct TopOptions {
   bool idle = false;          // count threads that are not running
   bool gil = false;           // only threads holding the GIL
   bool inject = true;         // the command gets sprof's bootstrap (steps, modes)
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 struct TopRow {
@@ -49,6 +51,8 @@ struct TopHeader {
   uint64_t window_samples = 0;  // thread samples counted since the previous view
   double elapsed_s = 0;
   double cpu_share = -1;        // CPU of the sampled processes over the last view, in cores; < 0: unknown
+  bool gpu_known = false;       // NVML answered (no GPU when false)
+  std::vector<double> gpu_utilization;  // per GPU, %, now
   std::optional<int64_t> step;  // the newest step begun, in its mode's numbering
   std::string mode;             // its mode ("train", ...)
   double steps_per_s = -1;      // over the last 10 s; < 0: unknown

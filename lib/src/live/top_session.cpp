@@ -20,6 +20,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "launch/proc.hpp"
 #include "sprof/clock.hpp"
@@ -27,6 +28,7 @@
 #include "sprof/markers.hpp"
 #include "sprof/pyframes.hpp"
 #include "sprof/step_hook.hpp"
+#include "sprof/sysmon.hpp"
 #include "sprof/top.hpp"
 
 namespace fs = std::filesystem;
@@ -94,6 +96,9 @@ class Session final : public TopSession {
 
   Status launch() {
     start_ns_ = monotonic_ns();
+    std::string why;
+    gpus_ = sysmon::GpuProbe::open(why, options_.nvml_library);
+    if (!gpus_) spdlog::debug("top: no GPU utilization: {}", why);
     if (options_.pid != 0) {
       target_ = options_.pid;
       if (::kill(target_, 0) != 0) return make_error(ErrorKind::usage, "--pid {}: no such process", target_);
@@ -130,6 +135,10 @@ class Session final : public TopSession {
     }
     last_cpu_ticks_ = ticks;
     last_view_ns_ = t;
+    if (gpus_) {
+      h.gpu_known = true;
+      for (const auto& g : gpus_->read()) h.gpu_utilization.push_back(g.utilization);
+    }
     while (!step_times_.empty() && step_times_.front() < t - 10'000'000'000) step_times_.pop_front();
     if (step_) {
       double span = std::min(10.0, double(t - start_ns_) / 1e9);
@@ -371,6 +380,7 @@ class Session final : public TopSession {
   std::optional<int> exit_status_;
   int64_t last_view_ns_ = 0;
   int64_t last_cpu_ticks_ = 0;
+  std::unique_ptr<sysmon::GpuProbe> gpus_;
 
 };
 

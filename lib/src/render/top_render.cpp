@@ -16,6 +16,24 @@ std::string duration(double s) {
   return fmt::format("{}h{:02d}m", int(s / 3600), int(s / 60) % 60);
 }
 
+// "GPU 90% 45%", the mean and the busiest of more than four, or why there is none.
+std::string gpu_text(const live::TopHeader& h) {
+  if (!h.gpu_known) return "GPU: none";
+  const auto& u = h.gpu_utilization;
+  if (u.empty()) return "GPU ?";
+  if (u.size() <= 4) {
+    std::string text = "GPU";
+    for (double v : u) text += fmt::format(" {:.0f}%", v);
+    return text;
+  }
+  double sum = 0, most = 0;
+  for (double v : u) {
+    sum += v;
+    most = std::max(most, v);
+  }
+  return fmt::format("GPU mean {:.0f}% max {:.0f}% ({} GPUs)", sum / double(u.size()), most, u.size());
+}
+
 }  // namespace
 
 std::string top_screen(const live::TopView& view, const TopScreenOptions& o) {
@@ -32,7 +50,7 @@ std::string top_screen(const live::TopView& view, const TopScreenOptions& o) {
   const char* mark[] = {"", "", ""};
   int key = o.sort == live::TopSort::own ? 0 : o.sort == live::TopSort::total ? 1 : 2;
   mark[key] = "*";
-  line(fmt::format("keys: o own{}  t total{}  n name{}  q quit", mark[0], mark[1], mark[2]));
+  line(fmt::format("{} | keys: o own{}  t total{}  n name{}  q quit", gpu_text(h), mark[0], mark[1], mark[2]));
   line("");
   std::string head = fmt::format("{:>6} {:>7} {:>9} {:>10}  {}", "%Own", "%Total", "OwnTime", "TotalTime",
                                  "Function (filename:line)");
