@@ -130,6 +130,7 @@ void add_export(CLI::App& app, CommandList& commands) {
       report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
       what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
                          counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);
+      if (counts.annotations > 0) what += fmt::format(", {} tasks, markers and counters", counts.annotations);
     } else {
       uint64_t samples = 0;
       if (format == "speedscope") {

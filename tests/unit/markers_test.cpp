@@ -59,6 +59,16 @@ TEST_CASE("every marker kind parses", "[markers]") {
   CHECK(mark.scope == InstantScope::global);
   CHECK(std::get<Instant>(parse_one("mark 12 1 1 a b t").data).scope == InstantScope::thread);
 
+  auto range = std::get<Range>(parse_one("rng 20 1 1 10 frame app one%20iteration").data);
+  CHECK(range.begin_ns == 10);
+  CHECK(range.kind == RangeKind::frame);
+  CHECK(range.domain == "app");
+  CHECK(range.name == "one iteration");
+  CHECK(std::get<Range>(parse_one("rng 20 1 1 10 event sprof save").data).kind == RangeKind::event);
+  CHECK_FALSE(parse_marker_line("rng 20 1 1 10 span app load").ok());
+  CHECK_FALSE(parse_marker_line("rng 20 1 1 10 task app").ok());
+  CHECK(std::string(kind_name(parse_one("rng 20 1 1 10 task a b").data)) == "rng");
+
   auto fw = std::get<Framework>(parse_one("fw 13 1 1 pytorch 1.13.0a0").data);
   CHECK(fw.name == "pytorch");
   CHECK(fw.version == "1.13.0a0");

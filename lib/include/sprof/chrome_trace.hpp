@@ -36,6 +36,7 @@ struct ChromeTraceCounts {
   uint64_t api_calls = 0;
   uint64_t flows = 0;
   uint64_t steps = 0;
+  uint64_t annotations = 0;  // the API's tasks, frames, events, markers and counters
 };
 
 // Appends the whole JSON document to `out`. Timestamps are µs (3 decimals) since the epoch.

@@ -1,6 +1,6 @@
 #pragma once
 // What one process recorded through sprof's Python API, aggregated as MXNet's profiler.dumps
-// does: steps per mode (durations), markers (counts), counters (values). `sprof.dumps()` in the
+// does: steps per mode, tasks, frames and events (durations), markers (counts), counters (values). `sprof.dumps()` in the
 // process and `sprof markers DIR` after the run print the same table from the same markers.
 
 #include <cstdint>
@@ -23,6 +23,9 @@ struct MarkerStatRow {
 struct MarkerStats {
   int32_t pid = 0;
   std::vector<MarkerStatRow> steps;
+  std::vector<MarkerStatRow> tasks;   // "domain:name", ms
+  std::vector<MarkerStatRow> frames;
+  std::vector<MarkerStatRow> events;
   std::vector<MarkerStatRow> markers;
   std::vector<MarkerStatRow> counters;
 };

@@ -66,6 +66,16 @@ struct Instant {
   std::string name;
   InstantScope scope = InstantScope::process;
 };
+// A span of work the program timed through the API (MXNet's profiler.Task, Frame and Event):
+// the marker's own time is the end.
+enum class RangeKind : uint8_t { task, frame, event };
+const char* to_string(RangeKind kind);  // "task", "frame", "event"
+struct Range {
+  int64_t begin_ns = 0;
+  RangeKind kind = RangeKind::task;
+  std::string domain;
+  std::string name;
+};
 struct Framework {
   std::string name;     // "pytorch"
   std::string version;  // torch.__version__
@@ -110,7 +120,7 @@ struct Dropped {
 
 using MarkerData = std::variant<Hello, StepBegin, StepEnd, ForwardPassEnd, ModeChange, Pause, Resume,
                                 Counter, Instant, Framework, DataLoaderInit, DataLoaderNext,
-                                WorkerStart, WorkerStop, Close, ReportedError, Dropped>;
+                                WorkerStart, WorkerStop, Close, ReportedError, Dropped, Range>;
 
 struct Marker {
   int64_t t_ns = 0;  // CLOCK_MONOTONIC nanoseconds (the samples' clock)

@@ -109,6 +109,16 @@ struct InstantEvent {
   store::InstantScope scope = store::InstantScope::process;
 };
 
+// A Task, Frame or Event the program timed (sprof.Task(...).start()/.stop()).
+struct RangeEvent {
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  int32_t tid = 0;
+  store::RangeKind kind = store::RangeKind::task;
+  std::string domain;
+  std::string name;
+};
+
 struct ProcessTimeline {
   int32_t pid = 0;
   int32_t parent_pid = 0;          // from hello; 0 when unknown
@@ -129,6 +139,7 @@ struct ProcessTimeline {
   std::optional<DataLoaderWorker> dataloader_worker;  // this process is a DataLoader worker
   std::vector<CounterValue> counters;
   std::vector<InstantEvent> instants;
+  std::vector<RangeEvent> ranges;  // by end time
   std::vector<store::ReportedError> errors;
   int64_t dropped_markers = 0;
   std::vector<std::string> problems;  // markers that did not fit (a step end without a begin, ...)

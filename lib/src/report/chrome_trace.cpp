@@ -5,6 +5,7 @@
 #include "sprof/chrome_trace.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -209,6 +210,34 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
         t.complete("user_annotation", mode_keys(s.mode), p.pid, s.tid != 0 ? s.tid : p.pid, s.begin_ns, s.end_ns);
         fmt::format_to(std::back_inserter(out), ", \"args\": {{\"step_num\": {}, \"global_step\": {}}}}}", s.step, s.global_step);
         ++counts.steps;
+      }
+      // What the program recorded through the API: Tasks, Frames and Events as slices on their
+      // thread, markers as instants, counters as counter tracks (named domain:name).
+      for (const timeline::RangeEvent& r : p.ranges) {
+        if (!in_range(parts, r.begin_ns, r.end_ns)) continue;
+        t.complete(store::to_string(r.kind), r.name, p.pid, r.tid != 0 ? r.tid : p.pid, r.begin_ns, r.end_ns);
+        out += ", \"args\": {\"domain\": ";
+        append_json_string(out, r.domain);
+        out += "}}";
+        ++counts.annotations;
+      }
+      for (const timeline::InstantEvent& i : p.instants) {
+        if (!in_range(parts, i.t_ns, i.t_ns)) continue;
+        t.begin("i", i.domain, i.name, p.pid, i.tid != 0 ? i.tid : p.pid);
+        out += ", \"ts\": ";
+        t.time(i.t_ns);
+        out += i.scope == store::InstantScope::global ? ", \"s\": \"g\"}" : i.scope == store::InstantScope::thread ? ", \"s\": \"t\"}" : ", \"s\": \"p\"}";
+        ++counts.annotations;
+      }
+      for (const timeline::CounterValue& c : p.counters) {
+        if (!in_range(parts, c.t_ns, c.t_ns) || !std::isfinite(c.value)) continue;
+        t.begin("C", c.domain, c.domain + ":" + c.name, p.pid, 0);
+        out += ", \"ts\": ";
+        t.time(c.t_ns);
+        out += ", \"args\": {";
+        append_json_string(out, c.name);
+        fmt::format_to(std::back_inserter(out), ": {}}}}}", c.value);
+        ++counts.annotations;
       }
     }
   }

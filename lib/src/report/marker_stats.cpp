@@ -1,4 +1,5 @@
-// sprof markers DIR / sprof.dumps(): the aggregates of steps, markers and counters of a process.
+// sprof markers DIR / sprof.dumps(): the aggregates of steps, tasks, frames, events, markers and
+// counters of a process.
 
 #include "sprof/marker_stats.hpp"
 
@@ -53,23 +54,32 @@ std::vector<MarkerStatRow> sorted(const std::map<std::string, MarkerStatRow>& ro
 }  // namespace
 
 MarkerStats marker_stats(const timeline::ProcessTimeline& process, MarkerSort sort, bool ascending) {
-  std::map<std::string, MarkerStatRow> steps, markers, counters;
+  std::map<std::string, MarkerStatRow> steps, markers, counters, tasks, frames, events;
   for (const timeline::Step& s : process.steps) {
     // The bootstrap measures a step from its begin marker's time to its end marker's, in ns,
     // and sums whole nanoseconds before it divides: the same here, so both print the same digits.
     add(steps, std::string(to_string(s.mode)), static_cast<double>(s.end_ns - s.begin_ns));
   }
-  for (auto& [name, r] : steps) {
-    r.total /= 1e6;
-    r.min /= 1e6;
-    r.max /= 1e6;
-    r.last /= 1e6;
+  for (const timeline::RangeEvent& r : process.ranges) {
+    auto& rows = r.kind == store::RangeKind::task ? tasks : r.kind == store::RangeKind::frame ? frames : events;
+    add(rows, r.domain + ":" + r.name, static_cast<double>(r.end_ns - r.begin_ns));
+  }
+  for (auto* durations : {&steps, &tasks, &frames, &events}) {
+    for (auto& [name, r] : *durations) {
+      r.total /= 1e6;
+      r.min /= 1e6;
+      r.max /= 1e6;
+      r.last /= 1e6;
+    }
   }
   for (const timeline::InstantEvent& e : process.instants) add(markers, e.domain + ":" + e.name, 1);
   for (const timeline::CounterValue& c : process.counters) add(counters, c.domain + ":" + c.name, c.value);
   MarkerStats out;
   out.pid = process.pid;
   out.steps = sorted(steps, sort, ascending);
+  out.tasks = sorted(tasks, sort, ascending);
+  out.frames = sorted(frames, sort, ascending);
+  out.events = sorted(events, sort, ascending);
   out.markers = sorted(markers, MarkerSort::count, ascending);
   out.counters = sorted(counters, sort, ascending);
   return out;

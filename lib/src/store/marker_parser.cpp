@@ -189,6 +189,23 @@ Result<MarkerData> parse_data(std::string_view kind, const std::vector<std::stri
     d.pin_memory = pin != 0;
     return MarkerData{std::move(d)};
   }
+  if (kind == "rng") {
+    SPROF_TRY_STATUS(need(4));
+    Range r;
+    SPROF_TRY(r.begin_ns, parse_int<int64_t>(f[4], "begin time", 0));
+    if (f[5] == "task") {
+      r.kind = RangeKind::task;
+    } else if (f[5] == "frame") {
+      r.kind = RangeKind::frame;
+    } else if (f[5] == "event") {
+      r.kind = RangeKind::event;
+    } else {
+      return make_error(ErrorKind::bad_input, "unknown range kind '{}'", f[5]);
+    }
+    SPROF_TRY(r.domain, parse_text(f[6], "domain"));
+    SPROF_TRY(r.name, parse_text(f[7], "name"));
+    return MarkerData{std::move(r)};
+  }
   if (kind == "dln") {
     SPROF_TRY_STATUS(need(3));
     DataLoaderNext d;
@@ -241,8 +258,17 @@ std::string printable(std::string_view text) {
 const char* kind_name(const MarkerData& data) {
   static constexpr std::array<const char*, std::variant_size_v<MarkerData>> kNames = {
       "hello", "sb", "se", "ph", "mode", "pause", "resume", "ctr", "mark", "fw",
-      "dli", "dln", "wstart", "wstop", "close", "err", "drop"};
+      "dli", "dln", "wstart", "wstop", "close", "err", "drop", "rng"};
   return kNames[data.index()];
+}
+
+const char* to_string(RangeKind kind) {
+  switch (kind) {
+    case RangeKind::task: return "task";
+    case RangeKind::frame: return "frame";
+    case RangeKind::event: return "event";
+  }
+  return "task";
 }
 
 Result<Marker> parse_marker_line(std::string_view line) {

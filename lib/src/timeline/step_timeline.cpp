@@ -20,6 +20,7 @@ using store::Instant;
 using store::Marker;
 using store::ModeChange;
 using store::Pause;
+using store::Range;
 using store::ReportedError;
 using store::Resume;
 using store::StepBegin;
@@ -145,6 +146,9 @@ class ProcessBuilder {
   }
   void on(const Marker&, const ReportedError& e) { p_.errors.push_back(e); }
   void on(const Marker&, const Dropped& d) { p_.dropped_markers += d.count; }
+  void on(const Marker& m, const Range& r) {
+    p_.ranges.push_back({std::min(r.begin_ns, m.t_ns), m.t_ns, m.tid, r.kind, r.domain, r.name});
+  }
 
   void build_intervals() {
     auto& out = p_.intervals;

@@ -144,6 +144,15 @@ Result<std::vector<fs::path>> write_step_trace(const fs::path& profile_dir, cons
                           return w.instant(lane, name, t, scope, store::TraceArgs{{"pid", pid}, {"tid", tid}});
                         }});
     }
+    for (const auto& r : p.ranges) {
+      const int64_t b = us(r.begin_ns), e = us(r.end_ns);
+      const int64_t tid = r.tid;
+      events.push_back({e, b, [=, lane = lane_of(r.domain), name = r.name, kind = std::string(store::to_string(r.kind))](
+                                  store::TraceWriter& w) {
+                          return w.complete(lane, name, b, e - b,
+                                            store::TraceArgs{{"pid", pid}, {"tid", tid}, {"kind", kind}});
+                        }});
+    }
     if (p.dataloader_worker) {
       const auto& wk = *p.dataloader_worker;
       const int64_t b = us(wk.begin_ns), e = us(wk.end_ns.value_or(p.end_ns));

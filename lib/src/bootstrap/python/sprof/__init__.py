@@ -24,7 +24,7 @@ __all__ = [
     "ModeKeys", "TRAIN", "EVAL", "PREDICT", "GLOBAL", "StepPhase",
     "enabled", "set_mode", "get_mode", "step", "step_end", "step_context",
     "forward_pass_end", "phase", "pause", "resume", "set_state",
-    "Domain", "Counter", "Marker", "counter", "mark", "close", "set_epoch",
+    "Domain", "Counter", "Marker", "Task", "Frame", "Event", "counter", "mark", "close", "set_epoch",
 ]
 
 __version__ = "1"
@@ -291,6 +291,12 @@ class Domain(object):
     def new_marker(self, name):
         return Marker(self, name)
 
+    def new_task(self, name):
+        return Task(self, name)
+
+    def new_frame(self, name):
+        return Frame(self, name)
+
     def __str__(self):
         return str(self.name)
 
@@ -346,6 +352,60 @@ class Marker(object):
         mark(self.name, scope, self.domain)
 
 
+class Task(object):
+    """A named span of work in a domain (MXNet's profiler.Task): start() and stop(), or a with
+    block. Drawn as a slice in the timeline; sprof.dumps() and `sprof markers` total them."""
+
+    _kind = b"task"
+
+    def __init__(self, domain, name):
+        self.domain = domain
+        self.name = name
+        self._begin = None
+
+    def start(self):
+        rt = _rt
+        if rt is None or not rt.active:
+            return
+        self._begin = rt.mono()
+
+    def stop(self):
+        rt = _rt
+        if rt is None or not rt.active:
+            return
+        if self._begin is None:
+            return rt.user_error("range", "sprof.%s %r: stop() without start(); ignored"
+                                 % (type(self).__name__, self.name))
+        try:
+            begin, self._begin = self._begin, None
+            rt.timed(self._kind, _domain_name(self.domain), self.name, begin)
+        except Exception as e:
+            _report(e)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+
+class Frame(Task):
+    """A frame, e.g. one iteration of a loop (MXNet's profiler.Frame): as Task."""
+
+    _kind = b"frame"
+
+
+class Event(Task):
+    """A span with a name and no domain (MXNet's profiler.Event): as Task."""
+
+    _kind = b"event"
+
+    def __init__(self, name):
+        Task.__init__(self, None, name)
+
+
 def counter(name, value, domain=None):
     """Record a counter value once (see Counter)."""
     rt = _rt
@@ -391,8 +451,9 @@ def mark(name, scope="process", domain=None):
 
 
 def dumps(reset=False, format="table", sort_by="total", ascending=False):
-    """What this process recorded so far, aggregated, as MXNet's profiler.dumps: steps per mode
-    (count, total, min, max and average time in ms), markers (count) and counters (count, min,
+    """What this process recorded so far, aggregated, as MXNet's profiler.dumps: steps per mode,
+    tasks, frames and events (count, total, min, max and average time in ms), markers (count)
+    and counters (count, min,
     max, average and last value). format "table" or "json"; sort_by "total", "avg", "min", "max"
     or "count"; reset=True starts the aggregates afresh. `sprof markers DIR` prints the same table
     after the run. Empty outside `sprof record`."""

@@ -142,6 +142,13 @@ def mark(domain, name, scope):
     _stats.marker(domain, name)
 
 
+def timed(kind, domain, name, t_begin):
+    """A Task, Frame or Event ended now (kind b"task", b"frame" or b"event")."""
+    t = mono()
+    send(b"rng %d %s %d %s %s %s\n" % (t, who(), t_begin, kind, ch.esc(domain), ch.esc(name)))
+    _stats.timed(kind.decode(), domain, name, t - t_begin)
+
+
 def framework(name, version):
     send(b"fw %d %s %s %s\n" % (mono(), who(), ch.esc(name), ch.esc(version)))
 

@@ -1,5 +1,6 @@
 """What this process recorded so far, aggregated (sprof.dumps / sprof.dump, as MXNet's
-profiler.dumps): steps per mode (durations), markers (counts) and counters (values).
+profiler.dumps): steps per mode, tasks, frames and events (durations), markers (counts) and
+counters (values).
 
 The layout is the one `sprof markers DIR` prints after the run from the same markers, so that
 the two can be compared line for line: keep both in step (lib/src/render/marker_stats_render.cpp).
@@ -9,19 +10,29 @@ import json
 _steps = {}     # mode -> [count, total_ns, min_ns, max_ns]
 _markers = {}   # "domain:name" -> count
 _counters = {}  # "domain:name" -> [count, total, min, max, last]
+_timed = {"task": {}, "frame": {}, "event": {}}  # kind -> "domain:name" -> [count, total_ns, min_ns, max_ns]
+_TIMED_SECTIONS = (("task", "Tasks"), ("frame", "Frames"), ("event", "Events"))
 
 SORT_KEYS = ("total", "avg", "min", "max", "count")
 
 
-def step(mode, duration_ns):
-    s = _steps.get(mode)
+def _add_duration(table, key, duration_ns):
+    s = table.get(key)
     if s is None:
-        _steps[mode] = [1, duration_ns, duration_ns, duration_ns]
+        table[key] = [1, duration_ns, duration_ns, duration_ns]
     else:
         s[0] += 1
         s[1] += duration_ns
         s[2] = min(s[2], duration_ns)
         s[3] = max(s[3], duration_ns)
+
+
+def step(mode, duration_ns):
+    _add_duration(_steps, mode, duration_ns)
+
+
+def timed(kind, domain, name, duration_ns):
+    _add_duration(_timed[kind], "%s:%s" % (domain, name), duration_ns)
 
 
 def marker(domain, name):
@@ -47,6 +58,8 @@ def reset():
     _steps.clear()
     _markers.clear()
     _counters.clear()
+    for table in _timed.values():
+        table.clear()
 
 
 def _ms(ns):
@@ -56,10 +69,14 @@ def _ms(ns):
 def _rows():
     """{section: [(name, count, total, min, max, avg, last or None)]}: steps in ms, counters in
     their own unit, markers with count only."""
-    steps = [(m, s[0], _ms(s[1]), _ms(s[2]), _ms(s[3]), _ms(s[1]) / s[0], None) for m, s in _steps.items()]
+    def durations(table):
+        return [(k, s[0], _ms(s[1]), _ms(s[2]), _ms(s[3]), _ms(s[1]) / s[0], None) for k, s in table.items()]
     markers = [(k, n, float(n), None, None, None, None) for k, n in _markers.items()]
     counters = [(k, c[0], c[1], c[2], c[3], c[1] / c[0], c[4]) for k, c in _counters.items()]
-    return {"Steps": steps, "Markers": markers, "Counters": counters}
+    rows = {"Steps": durations(_steps), "Markers": markers, "Counters": counters}
+    for kind, section in _TIMED_SECTIONS:
+        rows[section] = durations(_timed[kind])
+    return rows
 
 
 def _sorted(rows, sort_by, ascending):
@@ -83,9 +100,12 @@ def dumps(reset_after=False, fmt="table", sort_by="total", ascending=False):
     sections = {name: _sorted(rows, sort_by, ascending) for name, rows in _rows().items()}
     if fmt == "json":
         doc = {"Steps": {}, "Markers": {}, "Counters": {}, "Unit": {"Steps": "ms"}}
-        for r in sections["Steps"]:
-            doc["Steps"][r[0]] = {"Total Count": r[1], "Total Time (ms)": r[2], "Min Time (ms)": r[3],
-                                  "Max Time (ms)": r[4], "Avg Time (ms)": r[5]}
+        for section in ["Steps"] + [name for _, name in _TIMED_SECTIONS if sections[name]]:
+            doc[section] = {}
+            doc["Unit"][section] = "ms"
+            for r in sections[section]:
+                doc[section][r[0]] = {"Total Count": r[1], "Total Time (ms)": r[2], "Min Time (ms)": r[3],
+                                      "Max Time (ms)": r[4], "Avg Time (ms)": r[5]}
         for r in sections["Markers"]:
             doc["Markers"][r[0]] = {"Total Count": r[1]}
         for r in sections["Counters"]:
@@ -99,15 +119,24 @@ def dumps(reset_after=False, fmt="table", sort_by="total", ascending=False):
     return text
 
 
-def table(sections):
-    out = ["Profile Statistics:", "\tNote the difference in units for different entries."]
-    out += ["Steps", "=================",
+def _durations(out, title, rows):
+    out += [title, "=================",
             "%-40s %12s %16s %16s %16s %16s" % ("Name", "Total Count", "Time (ms)", "Min Time (ms)",
                                                 "Max Time (ms)", "Avg Time (ms)"),
             "%-40s %12s %16s %16s %16s %16s" % ("----", "-----------", "---------", "-------------",
                                                 "-------------", "-------------")]
-    for r in sections["Steps"]:
+    for r in rows:
         out.append("%-40s %12d %16s %16s %16s %16s" % (r[0], r[1], _num(r[2]), _num(r[3]), _num(r[4]), _num(r[5])))
+
+
+def table(sections):
+    out = ["Profile Statistics:", "\tNote the difference in units for different entries."]
+    _durations(out, "Steps", sections["Steps"])
+    # MXNet's Task, Frame and Event: only when the program used them.
+    for _, title in _TIMED_SECTIONS:
+        if sections[title]:
+            out.append("")
+            _durations(out, title, sections[title])
     out += ["", "Markers", "=================", "%-40s %12s" % ("Name", "Total Count"),
             "%-40s %12s" % ("----", "-----------")]
     for r in sections["Markers"]:
