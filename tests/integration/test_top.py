@@ -96,6 +96,7 @@ class TopTest(TempDirTestCase):
         text = self.wait_for(lambda s: "t total*" in s, 3.0)
         self.assertIn("t total*", text)
         self.assertIn("<module>", self.first_row(text))  # the outermost frame has all the total time
+        self.assertNotIn("sprof-bootstrap", text)  # sprof's own frames are not the program's
         self.tmux("send-keys", "-t", self.session, "q")
         self.wait_for(lambda s: "Pane is dead" in s or "sprof top" not in s, 5.0)
         time.sleep(0.5)

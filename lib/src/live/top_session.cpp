@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -26,6 +27,7 @@
 #include "sprof/clock.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/markers.hpp"
+#include "sprof/profile_samples.hpp"
 #include "sprof/pyframes.hpp"
 #include "sprof/step_hook.hpp"
 #include "sprof/sysmon.hpp"
@@ -262,10 +264,14 @@ class Session final : public TopSession {
       ++samples_;
       ++window_samples_;
       std::set<const FunctionStats*> seen;
+      bool leaf = true;
       for (size_t i = 0; i < s.frames.size(); ++i) {
         const pyframes::CodeInfo& code = process.code(s.frames[i].code_id);
+        // sprof's bootstrap (a step marker being sent) is not the program's: its caller is the leaf,
+        // as in every view of a recording.
+        if (store::is_sprof_bootstrap_file(code.filename) && !store::show_sprof_frames()) continue;
         FunctionStats& f = functions_[FunctionKey{code.filename, code.name, code.first_line}];
-        if (i == 0) {
+        if (std::exchange(leaf, false)) {
           ++f.own_window;
           f.own_ns += weight;
         }

@@ -45,9 +45,13 @@ std::string canonical(std::string_view name, const rules::CustomRules& custom) {
 
 int64_t epoch_s() { return int64_t(::time(nullptr)); }
 
-nlohmann::json custom_names(const rules::CustomRules& custom) {
+// The custom rules watched, with where each comes from.
+nlohmann::json custom_names(const rules::CustomRules& custom, const std::vector<std::string>& watched) {
   nlohmann::json names = nlohmann::json::array();
-  for (const auto& info : custom.catalog()) names.push_back({{"name", info.name}, {"source", info.source}});
+  for (const auto& info : custom.catalog()) {
+    if (std::find(watched.begin(), watched.end(), info.name) == watched.end()) continue;
+    names.push_back({{"name", info.name}, {"source", info.source}});
+  }
   return names;
 }
 
@@ -117,6 +121,7 @@ struct RuleWatch::Impl {
   rules::RulesOptions rules_options;  // the built-ins
   bool builtins = true;
   std::unique_ptr<rules::CustomRuleRunner> custom;
+  std::vector<std::string> watched_custom;
   fs::path dir;
   pid_t target = 0;
   int64_t start_epoch_s = 0;
@@ -322,6 +327,7 @@ Result<std::unique_ptr<RuleWatch>> RuleWatch::create(RuleWatchOptions options) {
     for (const auto& info : options.custom.catalog()) {
       if (custom.empty() || std::find(custom.begin(), custom.end(), info.name) != custom.end()) {
         watched_names.push_back(info.name);
+        impl->watched_custom.push_back(info.name);
       }
     }
     impl->custom = std::make_unique<rules::CustomRuleRunner>(options.custom, custom, true);
@@ -374,7 +380,7 @@ Status RuleWatch::on_finish(const fs::path& /*output_dir*/, store::Manifest& man
   m.reap(true);
   nlohmann::json section = {{"interval_s", m.options.interval_s},
                             {"rules", m.options.rules},
-                            {"custom_rules", custom_names(m.options.custom)},
+                            {"custom_rules", custom_names(m.options.custom, m.watched_custom)},
                             {"evaluations", m.evaluations},
                             {"skipped_evaluations", m.failed_evaluations},
                             {"findings", m.events},
