@@ -187,8 +187,8 @@ class FlamegraphBrowserTest(BrowserTestCase):
 
 SPEEDSCOPE = os.path.join(SOURCE_DIR, "third_party", "speedscope", "release", "index.html")
 
-# After the import: switch to the Sandwich view and write its table's first row (the heaviest
-# function by self time) into the page.
+# After the import: switch to the Sandwich view and write its table's first ten rows (the
+# heaviest functions by self time, three cells each) into the page.
 SANDWICH_PROBE = """;
 (function () {
   var clicked = false, tries = 0;
@@ -207,7 +207,7 @@ SANDWICH_PROBE = """;
     if (lines.length >= 3 || ++tries > 100) {
       var pre = document.createElement("pre");
       pre.id = "probe";
-      pre.textContent = JSON.stringify({found: lines.length >= 3, cells: lines.slice(0, 3), title: document.title});
+      pre.textContent = JSON.stringify({found: lines.length >= 3, cells: lines.slice(0, 30), title: document.title});
       document.body.appendChild(pre);
       return;
     }
@@ -278,6 +278,21 @@ class SpeedscopeBrowserTest(BrowserTestCase):
         self.assertEqual(name, self.heaviest_self()[0])
         shown = float(re.search(r"\(([0-9.]+)%\)", probe["cells"][1]).group(1))
         self.assertAlmostEqual(shown, 100 * share, delta=1)
+
+    def test_chrome_trace_export(self):
+        # The Chrome trace (Trace Event Format): speedscope imports its slices, one profile per
+        # thread; the first thread's heaviest rows by self time are its steps (their self time
+        # is what no sample covers) and the training script's functions.
+        path = os.path.join(self.tmp, "train.trace.json")
+        run_sprof("export", PROFILE, "-f", "chrome", "-o", path, check=0)
+        imported, probe = self.load(path, "speedscope-chrome-trace.png")
+        self.assertTrue(any("trace event" in l.lower() or "chrome" in l.lower() for l in imported), imported)
+        self.assertTrue(probe["found"], probe)
+        self.assertEqual(probe["title"], "train.trace.json - speedscope")
+        names = [c.split(" {")[0] for c in probe["cells"][2::3]]
+        self.assertIn("Step:ModeKeys.TRAIN", names, probe)
+        self.assertIn("forward_backward", names, probe)
+        self.assertIn("load_batch", names, probe)
 
     def test_collapsed_export(self):
         path = os.path.join(self.tmp, "train.folded")
