@@ -83,6 +83,19 @@ def run_sprof(*args, check=None, timeout=600, env=None, **kwargs):
     return proc
 
 
+def fake_nvml(directory, utilization):
+    """Sets up the fake NVML (tests/tools/fake_nvml.c, two GPUs) under `directory` as the
+    libnvidia-ml.so.1 sprof loads, reporting `utilization` % until the returned file is rewritten.
+    Returns (environment for sprof, the utilization file)."""
+    lib = os.path.join(directory, "fake-nvml")
+    os.mkdir(lib)
+    os.symlink(os.path.join(BINARY_DIR, "tests", "libsprof_fake_nvml.so"), os.path.join(lib, "libnvidia-ml.so.1"))
+    path = os.path.join(directory, "gpu-utilization")
+    with open(path, "w") as f:
+        f.write(str(utilization))
+    return {"LD_LIBRARY_PATH": lib, "SPROF_FAKE_NVML_UTILIZATION": path}, path
+
+
 class TempDirTestCase(unittest.TestCase):
     """A test case with a fresh temporary directory in self.tmp, removed afterwards."""
 

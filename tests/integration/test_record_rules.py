@@ -10,7 +10,7 @@ import sys
 import time
 import unittest
 
-from sprof_testlib import BINARY_DIR, TempDirTestCase, run_sprof
+from sprof_testlib import TempDirTestCase, fake_nvml, run_sprof
 
 # Every tenth step is much longer: StepOutlier with stddev=1 finds them.
 WORKLOAD = r"""
@@ -91,12 +91,7 @@ class RecordRules(TempDirTestCase):
     def test_low_gpu_utilization_stops_a_job_whose_gpus_starve(self):
         # Two "GPUs" (the fake NVML, loaded by sprof's system monitor as libnvidia-ml.so.1) busy at
         # 90 % until the job's data loading becomes slow at step 20; then at 3 %.
-        lib = os.path.join(self.tmp, "lib")
-        os.mkdir(lib)
-        os.symlink(os.path.join(BINARY_DIR, "tests", "libsprof_fake_nvml.so"), os.path.join(lib, "libnvidia-ml.so.1"))
-        utilization = os.path.join(self.tmp, "utilization")
-        with open(utilization, "w") as f:
-            f.write("90")
+        env, utilization = fake_nvml(self.tmp, 90)
         script = os.path.join(self.tmp, "starve.py")
         with open(script, "w") as f:
             f.write("import time\nimport sprof\nsprof.set_mode(sprof.TRAIN)\nfor i in range(400):\n"
@@ -107,7 +102,7 @@ class RecordRules(TempDirTestCase):
         proc = run_sprof("record", "-o", out, "--system-interval-ms", "100",
                          "--rule", "LowGPUUtilization:patience=5,window=10,scan_interval_us=1000000",
                          "--rule-interval", "1", "--action", "LowGPUUtilization=stop", "--", sys.executable, script,
-                         env={"LD_LIBRARY_PATH": lib, "SPROF_FAKE_NVML_UTILIZATION": utilization}, check=130)
+                         env=env, check=130)
         self.assertNotIn("finished", proc.stdout)
         starved = float(proc.stdout.split("starved at")[1].split()[0])
         with open(os.path.join(out, "sprof.json")) as f:

@@ -12,7 +12,7 @@ import sys
 import time
 import unittest
 
-from sprof_testlib import BINARY_DIR, TempDirTestCase, run_sprof
+from sprof_testlib import TempDirTestCase, fake_nvml, run_sprof
 
 WORKLOAD = r"""
 import time
@@ -112,14 +112,9 @@ class TopTest(TempDirTestCase):
 
     def test_gpu_utilization_from_nvml(self):
         # The fake NVML as libnvidia-ml.so.1: two GPUs at the utilization a file holds.
-        lib = os.path.join(self.tmp, "lib")
-        os.mkdir(lib)
-        os.symlink(os.path.join(BINARY_DIR, "tests", "libsprof_fake_nvml.so"), os.path.join(lib, "libnvidia-ml.so.1"))
-        utilization = os.path.join(self.tmp, "utilization")
-        with open(utilization, "w") as f:
-            f.write("77")
-        self.start("env LD_LIBRARY_PATH=%s SPROF_FAKE_NVML_UTILIZATION=%s %s top -- %s %s"
-                   % (lib, utilization, os.environ["SPROF_BIN"], sys.executable, self.script))
+        env, utilization = fake_nvml(self.tmp, 77)
+        self.start("env %s %s top -- %s %s" % (" ".join("%s=%s" % kv for kv in sorted(env.items())),
+                                                os.environ["SPROF_BIN"], sys.executable, self.script))
         text = self.wait_for(lambda s: "GPU 77% 77%" in s, 3.0)
         self.assertIn("GPU 77% 77% | keys:", text)
         with open(utilization, "w") as f:
