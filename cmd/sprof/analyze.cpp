@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "custom_rule_flags.hpp"
 #include "fail_on.hpp"
 #include "sprof/analyze_render.hpp"
 #include "sprof/report_views.hpp"
@@ -26,6 +27,7 @@ struct AnalyzeCommandOptions {
   size_t top = 10;
   size_t slowest = 3;
   std::string html;  // --html FILE / report -o FILE
+  CustomRuleFlags custom;
 };
 
 Status write_html(const report::AnalyzeReport& report, const std::string& path) {
@@ -42,9 +44,11 @@ Status write_html(const report::AnalyzeReport& report, const std::string& path) 
   return {};
 }
 
-report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options) {
+// `custom` (the loaded --rule-file/--rule-program rules) must outlive the analysis.
+report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, const CustomRuleSet& custom) {
   report::AnalyzeOptions analyze_options;
   analyze_options.rules.params = options.params;
+  if (!custom.rules().empty()) analyze_options.rules.custom = &custom.rules();
   analyze_options.include_idle = options.idle;
   analyze_options.top_functions = options.top;
   analyze_options.slowest_steps = options.slowest;
@@ -53,7 +57,8 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options) 
 
 Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
-  SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options_of(options)));
+  SPROF_TRY(auto custom, CustomRuleSet::load(options.custom));
+  SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options_of(options, *custom)));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
   if (!options.html.empty()) SPROF_TRY_STATUS(write_html(report, options.html));
   if (options.json || options.format == "json") {
@@ -74,6 +79,7 @@ void add_content_options(CLI::App* sub, AnalyzeCommandOptions& options) {
   sub->add_option("--top", options.top, "Functions in the top-functions table")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  add_custom_rule_flags(sub, options.custom);
 }
 
 }  // namespace
@@ -103,7 +109,8 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   report_sub->add_option("-o,--output", report_options->html, "The HTML file to write")->capture_default_str();
   add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
-    SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options)));
+    SPROF_TRY(auto custom, CustomRuleSet::load(report_options->custom));
+    SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options, *custom)));
     SPROF_TRY_STATUS(write_html(report, report_options->html));
     return 0;
   }});

@@ -115,6 +115,19 @@ class CustomRulesAfterTheRun(unittest.TestCase):
         doc, _ = self.rules_json("--rule-file", self.rule_file, "--rule", "loadershare")
         self.assertEqual([r["rule"] for r in doc["rules"]], ["LoaderShare"])
 
+    def test_analyze_and_report_show_custom_rules(self):
+        doc = json.loads(run_sprof("analyze", self.out, "--json", "--rule-file", self.rule_file, check=0).stdout)
+        rules = {r["rule"]: r for r in doc["rules"]}
+        self.assertEqual(rules["SlowSteps"]["RuleTriggered"], 3)
+        self.assertEqual(rules["LoaderShare"]["status"], "IssuesFound")
+        run_sprof("analyze", self.out, "--rule-file", self.rule_file, "--fail-on", "SlowSteps", check=3)
+        page = os.path.join(self.tmp, "report.html")
+        run_sprof("report", self.out, "-o", page, "--rule-file", self.rule_file, check=0)
+        with open(page) as f:
+            html = f.read()
+        self.assertIn("SlowSteps", html)
+        self.assertIn("train steps 25-29 averaged", html)
+
     def test_the_example_rule_program_names_the_slow_function(self):
         doc, proc = self.rules_json("--rule-file", os.path.join(EXAMPLE, "rules.json"), "--rule", "StepRegression")
         rule = by_rule(doc)["StepRegression"]
