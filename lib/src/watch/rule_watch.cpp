@@ -194,8 +194,10 @@ struct RuleWatch::Impl {
       Last& l = last[r.rule];
       bool changed = r.status != l.status || r.triggered != l.triggered;
       if (changed || final) {
-        fmt::print(stderr, "sprof: rule {}: {}{}{}\n", r.rule, rules::to_string(r.status),
-                   r.status == rules::RuleStatus::issues_found ? fmt::format(", triggered {} times", r.triggered) : "",
+        std::string count = r.status == rules::RuleStatus::issues_found
+                                ? fmt::format(", triggered {} time{}", r.triggered, r.triggered == 1 ? "" : "s")
+                                : "";
+        fmt::print(stderr, "sprof: rule {}: {}{}{}\n", r.rule, rules::to_string(r.status), count,
                    r.evidence.empty() ? "" : ": " + r.evidence);
       }
       l.status = r.status;
