@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "option_checks.hpp"
 #include "sprof/bootstrap.hpp"
 
 namespace sprof::cli {
@@ -22,12 +23,12 @@ void add_custom_rule_flags(CLI::App* sub, CustomRuleFlags& flags) {
                   "record with a verdict line (repeatable)");
   sub->add_option("--rule-timeout", flags.timeout_s,
                   "Seconds a rule program may take to answer one evaluation before it is disabled")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0.1, 86400.0));
 }
 
 Result<std::unique_ptr<CustomRuleSet>> CustomRuleSet::load(const CustomRuleFlags& flags) {
   auto set = std::unique_ptr<CustomRuleSet>(new CustomRuleSet());
-  if (!(flags.timeout_s > 0)) return make_error(ErrorKind::usage, "--rule-timeout must be more than 0 seconds");
   set->rules_.timeout_s = flags.timeout_s;
   for (const auto& file : flags.files) SPROF_TRY_STATUS(rules::add_rule_file(file, set->rules_));
   for (const auto& program : flags.programs) SPROF_TRY_STATUS(rules::add_rule_program(program, set->rules_));

@@ -175,6 +175,42 @@ TEST_CASE("custom rule: a system metric over seconds, or over windows of steps",
   CHECK(r.triggered == 1);
   CHECK(r.evidence.find("all steps 2-3") != std::string::npos);
 
+  // With a mode, only the ticks during the group's steps: an eval step between two train steps
+  // (1002..1003 s, GPUs idle) leaves the train window [1000,1002)+[1003,1004) busy.
+  rules::RulesInput mixed;
+  mixed.framework = steps({1, 1});
+  auto eval = steps({1}, "EVAL");
+  eval[0].start_us += 2'000'000;
+  eval[0].end_us += 2'000'000;
+  auto late = steps({1});
+  late[0].start_us += 3'000'000;
+  late[0].end_us += 3'000'000;
+  late[0].args.set("step_num", std::string("2"));
+  mixed.framework.push_back(eval[0]);
+  mixed.framework.push_back(late[0]);
+  for (int i = 0; i < 8; ++i) {
+    double t = 1000 + 0.5 * i;
+    mixed.system.push_back(gpu(t, t >= 1002 && t < 1003 ? 1 : 90));
+  }
+  idle.mode = "train";
+  idle.window_steps = 3;
+  idle.aggregation = rules::Aggregation::mean;
+  idle.threshold = 80;
+  r = run_one(mixed, idle);
+  CHECK(r.datapoints == 1);
+  CHECK(r.triggered == 0);  // mean 90: the eval step's idle ticks are not in it
+  // Without a mode: train 0, train 1 and eval 0 are the first window, 1000..1003 s, idle tick
+  // included: mean (4 x 90 + 2 x 1) / 6.
+  idle.mode.clear();
+  r = run_one(mixed, idle);
+  CHECK(r.datapoints == 1);
+  CHECK(r.triggered == 1);
+  CHECK(r.evidence.find("mean GPUUtilization") == std::string::npos);
+  CHECK(r.evidence.find("mean gpu_utilization 60.33 < 80") != std::string::npos);
+  idle.aggregation = rules::Aggregation::p95;
+  idle.threshold = 20;
+  idle.window_steps = 2;
+
   rules::ThresholdRule memory = idle;
   memory.metric = rules::CustomMetric::memory_used;
   r = run_one(input, memory);
@@ -256,6 +292,10 @@ TEST_CASE("rule files: every mistake names the file, the rule and the key", "[ru
                              "window": {"steps": 1}, "comparison": ">", "threshold": 1}])");
   CHECK(message.find("rules.json: rule #1: \"name\" is missing") != std::string::npos);
   CHECK(rule_file_error("{not json").find("not valid JSON") != std::string::npos);
+  CHECK(rule_file_error("[]").find("it holds no rules") != std::string::npos);
+  CHECK(rule_file_error(R"([{"name": "X", "metric": "step_time", "aggregation": "mean",
+                             "window": {"seconds": 1e-7}, "comparison": ">", "threshold": 1}])")
+            .find("window \"seconds\" must be a number from 0.001 to 10000000") != std::string::npos);
   rules::CustomRules none;
   auto missing = rules::add_rule_file("/nonexistent/rules.json", none);
   REQUIRE_FALSE(missing.ok());

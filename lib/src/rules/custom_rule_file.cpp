@@ -63,11 +63,15 @@ Status parse_window(const json& window, ThresholdRule& rule, const Where& where)
   if (steps == seconds) return where.error("\"window\" needs exactly one of \"steps\" and \"seconds\"");
   if (steps) {
     const json& n = window["steps"];
-    if (!n.is_number_integer() || n.get<int64_t>() < 1) return where.error("window \"steps\" must be an integer >= 1");
+    if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 100000000) {
+      return where.error("window \"steps\" must be an integer from 1 to 100000000");
+    }
     rule.window_steps = n.get<int64_t>();
   } else {
     const json& s = window["seconds"];
-    if (!s.is_number() || !(s.get<double>() > 0)) return where.error("window \"seconds\" must be a number > 0");
+    if (!s.is_number() || !(s.get<double>() >= 0.001 && s.get<double>() <= 1e7)) {
+      return where.error("window \"seconds\" must be a number from 0.001 to 10000000");
+    }
     rule.window_seconds = s.get<double>();
   }
   if (window.contains("mode")) {
@@ -231,6 +235,7 @@ Status add_rule_file(const fs::path& file, CustomRules& rules) {
   if (doc.is_discarded()) return where.error("not valid JSON");
   if (doc.is_object() && doc.contains("rules") && doc.size() == 1) doc = doc["rules"];
   if (!doc.is_array()) return where.error("expected a list of rules, or {{\"rules\": [...]}}");
+  if (doc.empty()) return where.error("it holds no rules");
   CustomRules added = rules;
   for (size_t i = 0; i < doc.size(); ++i) {
     const json& entry = doc[i];

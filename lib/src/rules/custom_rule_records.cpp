@@ -26,7 +26,8 @@ std::string step_mode(const std::string& name) {
   return mode;
 }
 
-// Per process: its samples' function times over each of its steps.
+// Per process: its samples' function times over each of its steps. Only the functions a step's
+// samples touch are visited, so a step costs its samples, not the log's function count.
 void add_function_times(const store::ProcessSamples& process, int64_t epoch_offset_ns,
                         std::vector<StepRecord*>& steps) {
   const store::SampleLog& log = process.log;
@@ -34,12 +35,12 @@ void add_function_times(const store::ProcessSamples& process, int64_t epoch_offs
   const auto& frames = log.frames();
   std::vector<double> self(functions.size()), total(functions.size());
   std::vector<uint64_t> seen(functions.size(), 0);
+  std::vector<uint32_t> touched;
   uint64_t generation = 0;
   std::vector<uint32_t> stack;
   for (StepRecord* step : steps) {
-    std::fill(self.begin(), self.end(), 0.0);
-    std::fill(total.begin(), total.end(), 0.0);
     double sampled = 0;
+    touched.clear();
     int64_t from = step->start_us * 1000 - epoch_offset_ns, to = step->end_us * 1000 - epoch_offset_ns;
     log.for_each_sample(from, to, [&](const store::SampleRecord& s) {
       double w = double(s.weight_ns) / 1e9;
@@ -48,6 +49,7 @@ void add_function_times(const store::ProcessSamples& process, int64_t epoch_offs
       ++generation;
       for (size_t i = 0; i < stack.size(); ++i) {
         uint32_t f = frames[stack[i]].function;
+        if (self[f] == 0 && total[f] == 0) touched.push_back(f);
         if (i == 0) self[f] += w;
         if (seen[f] != generation) {
           seen[f] = generation;
@@ -57,9 +59,11 @@ void add_function_times(const store::ProcessSamples& process, int64_t epoch_offs
     });
     step->sampled = true;
     step->sampled_s = sampled;
-    for (size_t f = 0; f < functions.size(); ++f) {
-      if (total[f] <= 0) continue;
-      step->functions.push_back({functions[f].name, functions[f].file, functions[f].first_line, self[f], total[f]});
+    for (uint32_t f : touched) {
+      if (total[f] > 0) {
+        step->functions.push_back({functions[f].name, functions[f].file, functions[f].first_line, self[f], total[f]});
+      }
+      self[f] = total[f] = 0;
     }
     std::sort(step->functions.begin(), step->functions.end(), [](const FunctionTime& a, const FunctionTime& b) {
       return std::tie(b.total_s, a.name, a.file) < std::tie(a.total_s, b.name, b.file);

@@ -19,6 +19,12 @@ using nlohmann::json;
 
 constexpr size_t kTopFunctions = 10;
 
+// One JSON line. Names from a Python 2 target can be bytes that are not UTF-8: replaced, not thrown.
+template <typename J>
+std::string dump_json(const J& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 struct ProgramState {
   const ProgramRule* rule = nullptr;
   std::unique_ptr<RuleProgram> process;
@@ -45,7 +51,9 @@ Result<RuleResult> verdict_result(const json& v, const ProgramRule& rule, int64_
   r.rule = rule.name;
   r.recommendation = rule.recommendation;
   r.rule_parameters = fmt::format("program:{}", fmt::join(rule.argv, " "));
-  auto bad = [&](std::string why) { return make_error(ErrorKind::runtime, "its verdict {}: {}", v.dump(), why); };
+  auto bad = [&](std::string why) {
+    return make_error(ErrorKind::runtime, "its verdict {}: {}", v.dump(-1, ' ', false, json::error_handler_t::replace), why);
+  };
   if (!v.contains("status") || !v["status"].is_string()) return bad("no \"status\"");
   std::string status = v["status"].get<std::string>();
   if (status == "IssuesFound") {
@@ -102,7 +110,7 @@ RuleResult disabled_result(const ProgramRule& rule, const std::string& why) {
   r.evidence = "rule program disabled: " + why;
   r.recommendation = rule.recommendation;
   r.rule_parameters = fmt::format("program:{}", fmt::join(rule.argv, " "));
-  r.details_json = json{{"disabled", why}}.dump();
+  r.details_json = json{{"disabled", why}}.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
@@ -140,9 +148,9 @@ struct CustomRuleRunner::Impl {
 
   RuleResult evaluate_program(ProgramState& p, const RulesInput& input, const RuleRecords& records, bool final) {
     if (p.disabled || p.closed) return p.last;
-    std::vector<std::string> lines;
+    std::string lines;
     if (!p.started) {
-      lines.push_back(start_record(input, *p.rule, live).dump());
+      lines += dump_json(start_record(input, *p.rule, live));
       p.started = true;
     }
     // New steps and ticks, merged in time order.
@@ -151,22 +159,23 @@ struct CustomRuleRunner::Impl {
       if (s.samples_pending) continue;  // sent when its samples are written, with its functions
       auto key = std::make_tuple(s.node, s.pid, s.mode, s.step, s.start_us);
       if (!p.sent_steps.insert(key).second) continue;
-      fresh.emplace_back(s.end_us, step_record_json(s, kTopFunctions).dump());
+      fresh.emplace_back(s.end_us, dump_json(step_record_json(s, kTopFunctions)));
       ++p.steps_sent;
     }
     std::map<std::string, int64_t> newest = p.sent_tick_us;
     for (const auto& t : records.ticks) {
       auto sent = p.sent_tick_us.find(t.node);
       if (sent != p.sent_tick_us.end() && t.timestamp_us <= sent->second) continue;
-      fresh.emplace_back(t.timestamp_us, tick_record_json(t).dump());
+      fresh.emplace_back(t.timestamp_us, dump_json(tick_record_json(t)));
       int64_t& n = newest[t.node];
       n = std::max(n, t.timestamp_us);
     }
     p.sent_tick_us = std::move(newest);
     std::stable_sort(fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& entry : fresh) lines.push_back(std::move(entry.second));
+    for (auto& entry : fresh) lines += entry.second;
+    fresh.clear();
 
-    auto answer = p.process->exchange(lines, ++p.seq, final);
+    auto answer = p.process->exchange(std::move(lines), ++p.seq, final);
     Result<RuleResult> result = answer.ok() ? verdict_result(*answer, *p.rule, p.steps_sent)
                                             : Result<RuleResult>(std::move(answer).error());
     if (!result.ok()) {

@@ -141,6 +141,13 @@ class Evaluation {
   Evaluation(const ThresholdRule& rule, const RuleRecords& records) : rule_(rule), records_(records) {
     for (const auto& s : records.steps) data_end_us_ = std::max(data_end_us_, s.end_us);
     for (const auto& t : records.ticks) data_end_us_ = std::max(data_end_us_, t.timestamp_us);
+    // A step whose samples are not written yet is not a point yet: a window that would hold it
+    // is not complete, so that a window's verdict never changes once it is counted.
+    if (rule_.metric == CustomMetric::function) {
+      for (const auto& s : records.steps) {
+        if (s.samples_pending) data_end_us_ = std::min(data_end_us_, s.end_us);
+      }
+    }
   }
 
   RuleResult run() {
@@ -162,10 +169,11 @@ class Evaluation {
       return std::string("no Python samples in this profile (function shares come from sprof record's samples)");
     }
     std::map<std::string, std::vector<Point>> by_node;
+    std::map<std::string, size_t> per_node;
     size_t steps = 0;
     for (const auto& s : records_.steps) {
       if (!mode_ok(s)) continue;
-      ++steps;
+      steps = std::max(steps, ++per_node[s.node]);
       Point p{s.start_us, s.end_us, s.duration_s(), s.duration_s(), 0, s.step};
       if (rule_.metric == CustomMetric::function) {
         if (s.samples_pending) continue;  // counted once its samples are written
@@ -198,6 +206,7 @@ class Evaluation {
   std::optional<std::string> system_windows() {
     std::vector<std::pair<int64_t, int64_t>> mode_spans;
     std::vector<std::vector<const StepRecord*>> step_groups;
+    size_t series_steps = 0;
     if (!rule_.mode.empty() || rule_.window_steps > 0) {
       // The steps of the first framework node are the clock (one process's loop).
       std::string first_node;
@@ -213,6 +222,7 @@ class Evaluation {
                                   : fmt::format("no {} steps in the framework timeline", rule_.mode);
       }
       for (const auto* s : series) mode_spans.emplace_back(s->start_us, s->end_us);
+      series_steps = series.size();
       if (rule_.window_steps > 0) {
         for (size_t i = 0; i + size_t(rule_.window_steps) <= series.size(); i += size_t(rule_.window_steps)) {
           step_groups.emplace_back(series.begin() + long(i), series.begin() + long(i) + rule_.window_steps);
@@ -242,9 +252,16 @@ class Evaluation {
         continue;
       }
       for (const auto& group : step_groups) {
+        // The ticks during the group's steps (with a mode, not those between them, which may be
+        // another mode's); without a mode, from the first step's start to the last one's end.
         std::vector<const Point*> inside;
         for (const auto& p : points) {
-          if (p.start_us >= group.front()->start_us && p.start_us < group.back()->end_us) inside.push_back(&p);
+          bool in = rule_.mode.empty()
+                        ? p.start_us >= group.front()->start_us && p.start_us < group.back()->end_us
+                        : std::any_of(group.begin(), group.end(), [&p](const StepRecord* s) {
+                            return p.start_us >= s->start_us && p.start_us < s->end_us;
+                          });
+          if (in) inside.push_back(&p);
         }
         if (inside.empty()) continue;
         add_window(node,
@@ -253,7 +270,7 @@ class Evaluation {
                    aggregate(rule_.aggregation, inside, 0));
       }
     }
-    if (windows_ == 0) return too_few(step_groups.empty() ? 0 : step_groups.size() * size_t(rule_.window_steps), "steps");
+    if (windows_ == 0) return too_few(series_steps, "steps");
     return std::nullopt;
   }
 
@@ -290,14 +307,15 @@ class Evaluation {
       }
       return;
     }
+    // Points are in order of their end; each falls in window (end - t0) / width. Only windows
+    // that hold a point are visited, so a short window over a long run costs nothing extra.
     int64_t width = int64_t(std::llround(rule_.window_seconds * 1e6));
     int64_t t0 = points.front().start_us;
-    for (int64_t begin = t0; begin + width <= data_end_us_; begin += width) {
+    for (size_t i = 0; i < points.size();) {
+      int64_t begin = t0 + (points[i].end_us - t0) / width * width;
+      if (begin + width > data_end_us_) break;  // not complete yet
       std::vector<const Point*> window;
-      for (const auto& p : points) {
-        if (p.end_us >= begin && p.end_us < begin + width) window.push_back(&p);
-      }
-      if (window.empty()) continue;
+      for (; i < points.size() && points[i].end_us < begin + width; ++i) window.push_back(&points[i]);
       std::string label = steps ? step_label(rule_.mode, window)
                                 : fmt::format("{:.1f}-{:.1f} s after the first record", double(begin - t0) / 1e6,
                                               double(begin + width - t0) / 1e6);
@@ -363,7 +381,7 @@ class Evaluation {
       details["triggered_windows"].push_back(
           {{"node", fired_[i].node}, {"window", fired_[i].label}, {"value", fired_[i].value}});
     }
-    r.details_json = details.dump();
+    r.details_json = details.dump(-1, ' ', false, Json::error_handler_t::replace);
     if (missing) {
       r.status = RuleStatus::no_data;
       r.evidence = *missing;

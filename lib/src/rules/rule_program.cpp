@@ -85,8 +85,15 @@ Status RuleProgram::start() {
   }
   if (child == 0) {
     ::setpgid(0, 0);  // its own group: a timeout kills what it started too
-    ::dup2(sv[1], 0);
-    ::dup2(sv[1], 1);
+    // The recorder blocks the termination signals in its threads; the program must not inherit that.
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // A copy above 2 without close-on-exec, so that a socket that got fd 0 or 1 still reaches both.
+    int s = ::fcntl(sv[1], F_DUPFD, 3);
+    ::dup2(s, 0);
+    ::dup2(s, 1);
+    ::close(s);
     ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = ::write(report[1], &e, sizeof e);
@@ -101,7 +108,9 @@ Status RuleProgram::start() {
     n = ::read(report[0], &exec_errno, sizeof exec_errno);
   } while (n < 0 && errno == EINTR);
   ::close(report[0]);
+  ::setpgid(child, child);  // also here: no race with a kill before the child ran
   pid_ = child;
+  group_ = child;
   fd_ = sv[0];
   if (n == sizeof exec_errno) {
     kill_and_reap();
@@ -115,8 +124,10 @@ void RuleProgram::kill_and_reap() {
     ::close(fd_);
     fd_ = -1;
   }
+  // The group even when the program itself has exited: what it started must not outlive it.
+  if (group_ > 0) ::kill(-group_, SIGKILL);
+  group_ = -1;
   if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
@@ -141,17 +152,14 @@ std::string RuleProgram::exit_description(bool wait) {
   return "it ended";
 }
 
-Result<nlohmann::json> RuleProgram::exchange(const std::vector<std::string>& lines, int64_t seq, bool final) {
+Result<nlohmann::json> RuleProgram::exchange(std::string records, int64_t seq, bool final) {
   if (pid_ <= 0) SPROF_TRY_STATUS(start());
-  std::string out;
-  for (const auto& line : lines) {
-    out += line;
-    out += '\n';
-  }
+  std::string out = std::move(records);
   out += nlohmann::json{{"type", "evaluate"}, {"seq", seq}, {"final", final}}.dump();
   out += '\n';
   size_t sent = 0;
-  int64_t deadline = now_ms() + int64_t(timeout_s_ * 1000);
+  const int64_t timeout_ms = int64_t(timeout_s_ * 1000);
+  int64_t deadline = now_ms() + timeout_ms;
   auto fail = [this](std::string why) -> Result<nlohmann::json> {
     kill_and_reap();
     return make_error(ErrorKind::runtime, "{}", why);
@@ -185,6 +193,7 @@ Result<nlohmann::json> RuleProgram::exchange(const std::vector<std::string>& lin
       ssize_t n = ::send(fd_, out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n > 0) {
         sent += size_t(n);
+        deadline = now_ms() + timeout_ms;  // it reads: a long backlog is not a hang
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
         return fail(fmt::format("it stopped reading its input: {}", exit_description(true)));
       }

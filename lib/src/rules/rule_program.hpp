@@ -21,11 +21,12 @@ class RuleProgram {
   RuleProgram(const RuleProgram&) = delete;
   RuleProgram& operator=(const RuleProgram&) = delete;
 
-  // Writes `lines` (each without its newline) and {"type":"evaluate","seq":seq,"final":final}, and
-  // returns the program's answer: the JSON object on the line that carries "seq": seq. The error
-  // says why the program cannot be used any more (it could not start, exited, wrote a line that
-  // is not such an object, or did not answer within the timeout); the program is killed then.
-  Result<nlohmann::json> exchange(const std::vector<std::string>& lines, int64_t seq, bool final);
+  // Writes `records` (JSON lines, each ending in '\n') and {"type":"evaluate","seq":seq,
+  // "final":final}, and returns the program's answer: the JSON object on the line that carries
+  // "seq": seq. The timeout runs from the last time the program read some of its input. The
+  // error says why the program cannot be used any more (it could not start, exited, wrote a line
+  // that is not such an object, or did not answer in time); the program is killed then.
+  Result<nlohmann::json> exchange(std::string records, int64_t seq, bool final);
   // Ends its input and waits a little for it to exit; kills it otherwise.
   void close();
 
@@ -38,6 +39,7 @@ class RuleProgram {
   double timeout_s_;
   std::vector<std::string> env_;
   pid_t pid_ = -1;
+  pid_t group_ = -1;  // its process group: what it started goes with it
   int fd_ = -1;
   std::string input_;  // what it wrote that is not yet a whole line
 };

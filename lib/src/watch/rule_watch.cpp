@@ -252,6 +252,10 @@ struct RuleWatch::Impl {
       return;
     }
     if (child == 0) {
+      // The recorder blocks the termination signals in its threads; the notifier must not inherit that.
+      sigset_t none;
+      ::sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::setenv("SPROF_RULE", r.rule.c_str(), 1);
       ::setenv("SPROF_RULE_STATUS", rules::to_string(r.status), 1);
       ::setenv("SPROF_RULE_TRIGGERED", std::to_string(r.triggered).c_str(), 1);

@@ -99,18 +99,23 @@ def dumps(reset_after=False, fmt="table", sort_by="total", ascending=False):
         raise ValueError("sort_by must be one of %s, got %r" % (", ".join(SORT_KEYS), sort_by))
     sections = {name: _sorted(rows, sort_by, ascending) for name, rows in _rows().items()}
     if fmt == "json":
-        doc = {"Steps": {}, "Markers": {}, "Counters": {}, "Unit": {"Steps": "ms"}}
+        # The keys in the order `sprof markers --json` writes them.
+        doc = {}
+        units = {}
         for section in ["Steps"] + [name for _, name in _TIMED_SECTIONS if sections[name]]:
             doc[section] = {}
-            doc["Unit"][section] = "ms"
+            units[section] = "ms"
             for r in sections[section]:
                 doc[section][r[0]] = {"Total Count": r[1], "Total Time (ms)": r[2], "Min Time (ms)": r[3],
                                       "Max Time (ms)": r[4], "Avg Time (ms)": r[5]}
+        doc["Markers"] = {}
+        doc["Counters"] = {}
         for r in sections["Markers"]:
             doc["Markers"][r[0]] = {"Total Count": r[1]}
         for r in sections["Counters"]:
             doc["Counters"][r[0]] = {"Total Count": r[1], "Min Value": r[3], "Max Value": r[4],
                                      "Avg Value": r[5], "Last Value": r[6]}
+        doc["Unit"] = units
         text = json.dumps(doc, indent=2, sort_keys=False)
     else:
         text = table(sections)

@@ -24,6 +24,11 @@ standard library and runs on Python 2.7 and 3.
 import json
 import sys
 
+try:
+    _text = basestring  # Python 2: str and unicode
+except NameError:
+    _text = str
+
 
 class Rule(object):
     """A rule program's state between evaluations: how often it triggered, on how many steps, and
@@ -85,7 +90,7 @@ class Rule(object):
             found = self.invoke_at_step(record)
             if found:
                 self.triggered += 1
-                self.message = found if isinstance(found, str) else (
+                self.message = found if isinstance(found, _text) else (
                     "%s step %s took %.3f s" % (record.get("mode"), record.get("step"), record.get("duration_s", 0)))
         elif kind == "system":
             self.on_system(record)
