@@ -3,6 +3,7 @@ signatures; tests/s3server): every command reads s3://bucket/prefix as it reads 
 directory (same output), a second query makes one listing and no GETs, a step-range query
 fetches only its stats directories, `sprof upload` resumes, `record -o s3://` uploads while the
 job runs (a killed recording still reads from its parts), credentials from an AWS profile file,
+an EC2 instance's role (IMDSv2, a fake metadata service) and a container's role,
 retries through a proxy that fails and resets, and the errors: a bad signature, a missing bucket,
 an empty prefix, bad URLs, with the secret never printed, even at -vvv."""
 
@@ -148,6 +149,56 @@ class FaultProxy:
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class CredentialsServer:
+    """A fake EC2 instance metadata service (IMDSv2) and container credentials endpoint on
+    127.0.0.1 handing out the test server's keys with a session token, `expires_in` seconds
+    from now; it keeps every request's method, path and headers."""
+
+    def __init__(self, expires_in=3600, role="sprof-role"):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def answer(self, status, body):
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self):
+                server.requests.append(("PUT", self.path, dict(self.headers)))
+                if self.path == "/latest/api/token" and self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                    return self.answer(200, "imds-session-token")
+                self.answer(400, "")
+
+            def do_GET(self):
+                server.requests.append(("GET", self.path, dict(self.headers)))
+                expiration = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + expires_in))
+                creds = json.dumps({"Code": "Success", "AccessKeyId": "S3RVER", "SecretAccessKey": SECRET,
+                                    "Token": "session-token", "Expiration": expiration})
+                base = "/latest/meta-data/iam/security-credentials/"
+                if self.path.startswith("/latest/") and self.headers.get("X-aws-ec2-metadata-token") != "imds-session-token":
+                    return self.answer(401, "")
+                if self.path == base:
+                    return self.answer(200, role + "\n" if role else "")
+                if self.path == base + str(role) or self.path == "/container-credentials":
+                    return self.answer(200, creds)
+                self.answer(404, "")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -510,6 +561,47 @@ class S3Test(TempDirTestCase):
         listed = small
         self.assertEqual(listed.stdout, self.sprof("nodes", self.url).stdout)
 
+    def role_env(self, **extra):
+        env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+               "AWS_CONFIG_FILE": "/nonexistent"}
+        env.update(extra)
+        return env
+
+    def test_credentials_of_an_instance_role(self):
+        server = CredentialsServer()
+        self.addCleanup(server.close)
+        out = self.sprof("nodes", self.url, env=self.role_env(AWS_EC2_METADATA_SERVICE_ENDPOINT=server.url))
+        self.assertEqual(out.stdout, self.sprof("nodes", self.url).stdout)
+        # IMDSv2: a session token, then the role's name and its credentials with that token.
+        self.assertEqual([(m, p) for m, p, _ in server.requests],
+                         [("PUT", "/latest/api/token"), ("GET", "/latest/meta-data/iam/security-credentials/"),
+                          ("GET", "/latest/meta-data/iam/security-credentials/sprof-role")])
+        self.assertEqual(server.requests[0][2]["X-aws-ec2-metadata-token-ttl-seconds"], "21600")
+        # Credentials about to expire (under five minutes) are fetched again as requests go.
+        soon = CredentialsServer(expires_in=120)
+        self.addCleanup(soon.close)
+        self.sprof("list-stats", self.url, env=self.role_env(AWS_EC2_METADATA_SERVICE_ENDPOINT=soon.url),
+                   cache=os.path.join(self.tmp, "fresh-cache"))
+        fetched = [p for m, p, _ in soon.requests if p.endswith("/sprof-role")]
+        self.assertGreater(len(fetched), 1)
+        # An instance without a role, and metadata turned off.
+        none = CredentialsServer(role=None)
+        self.addCleanup(none.close)
+        out = self.sprof("nodes", self.url, check=1, env=self.role_env(AWS_EC2_METADATA_SERVICE_ENDPOINT=none.url))
+        self.assertIn("no instance role either (the EC2 instance (%s) has no IAM role)" % none.url, out.stderr)
+        out = self.sprof("nodes", self.url, check=1, env=self.role_env(AWS_EC2_METADATA_DISABLED="true"))
+        self.assertIn("no instance role either (AWS_EC2_METADATA_DISABLED is set)", out.stderr)
+
+    def test_credentials_of_a_container_role(self):
+        server = CredentialsServer()
+        self.addCleanup(server.close)
+        env = self.role_env(AWS_CONTAINER_CREDENTIALS_FULL_URI=server.url + "/container-credentials",
+                            AWS_CONTAINER_AUTHORIZATION_TOKEN="container-token")
+        out = self.sprof("nodes", self.url, env=env)
+        self.assertEqual(out.stdout, self.sprof("nodes", self.url).stdout)
+        self.assertEqual([(m, p, h.get("Authorization")) for m, p, h in server.requests],
+                         [("GET", "/container-credentials", "container-token")])
+
     def test_errors_name_bucket_and_key_and_never_the_secret(self):
         secret = "VerySecretKey1234567890"
         out = self.sprof("-vvv", "list-stats", self.url, check=1, env={"AWS_SECRET_ACCESS_KEY": secret})
@@ -525,10 +617,9 @@ class S3Test(TempDirTestCase):
             self.assertIn(message, out.stderr)
         out = self.sprof("record", "-o", self.url, "--", sys.executable, "-c", "pass", check=2)
         self.assertIn("holds", out.stderr)
-        env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
-               "AWS_CONFIG_FILE": "/nonexistent"}
-        out = self.sprof("nodes", self.url, check=1, env=env)
+        out = self.sprof("nodes", self.url, check=1, env=self.role_env(AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:9"))
         self.assertIn("no AWS credentials", out.stderr)
+        self.assertIn("no instance role either (PUT http://127.0.0.1:9/latest/api/token", out.stderr)
 
 
 if __name__ == "__main__":

@@ -56,18 +56,27 @@ struct S3Options {
   bool progress = false;     // a progress line on stderr for long transfers
 };
 
+class RoleCredentials;
+
 struct S3Config {
   std::string endpoint;  // scheme://host[:port], no trailing '/'
   bool path_style = true;
   std::string region;
-  Credentials credentials;
+  Credentials credentials;  // the keys found, or a role's first ones
+  // A role's temporary credentials (a container's, an EC2 instance's), fetched again before they
+  // expire; null for keys from the environment or the AWS files.
+  std::shared_ptr<RoleCredentials> role;
   S3Options options;
+  // What to sign the next request with.
+  Credentials current_credentials() const;
 };
 
 // AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, else AWS_PROFILE (default
 // "default") in AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials), then AWS_CONFIG_FILE
-// (~/.aws/config, section "profile NAME" or "default"). Errors (permission) when no credentials
-// are found, naming where sprof looked.
+// (~/.aws/config, section "profile NAME" or "default"), then a container's role
+// (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI / _FULL_URI), then the EC2 instance's role (IMDSv2,
+// unless AWS_EC2_METADATA_DISABLED=true). Errors (permission) when no credentials are found,
+// naming where sprof looked.
 Result<S3Config> resolve_s3_config(const S3Options& options);
 
 struct ObjectInfo {

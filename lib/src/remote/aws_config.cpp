@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "remote/role_credentials.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -105,11 +106,28 @@ Result<S3Config> resolve_s3_config(const S3Options& options) {
     c.credentials = {value_of(config_section, "aws_access_key_id"), value_of(config_section, "aws_secret_access_key"),
                      value_of(config_section, "aws_session_token"),
                      fmt::format("{} [{}]", config_file.string(), profile)};
+  } else if (auto container = container_credentials()) {
+    SPROF_TRY(ExpiringCredentials first, (*container)());
+    c.credentials = first.credentials;
+    c.role = std::make_shared<RoleCredentials>(std::move(*container), std::move(first));
   } else {
-    return make_error(ErrorKind::permission,
-                      "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or put profile '{}'{} in "
-                      "{} or {}",
-                      profile, named_profile ? " (AWS_PROFILE)" : "", credentials_file.string(), config_file.string());
+    std::string instance_problem = "AWS_EC2_METADATA_DISABLED is set";
+    if (auto instance = instance_credentials()) {
+      auto first = (*instance)();
+      if (first.ok()) {
+        c.credentials = first->credentials;
+        c.role = std::make_shared<RoleCredentials>(std::move(*instance), std::move(first).value());
+      } else {
+        instance_problem = first.error().message;
+      }
+    }
+    if (!c.role) {
+      return make_error(ErrorKind::permission,
+                        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or put profile '{}'{} in "
+                        "{} or {}; no instance role either ({})",
+                        profile, named_profile ? " (AWS_PROFILE)" : "", credentials_file.string(), config_file.string(),
+                        instance_problem);
+    }
   }
   if (c.credentials.secret_key.empty()) {
     return make_error(ErrorKind::permission, "AWS credentials from {} have an access key but no secret key",

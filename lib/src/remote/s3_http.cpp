@@ -249,14 +249,15 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, long(config_.options.timeout_s)));
     std::string sigv4 = fmt::format("aws:amz:{}:s3", config_.region);
     curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_key.c_str());
+    const Credentials credentials = config_.current_credentials();  // a role's are fetched again as they expire
+    curl_easy_setopt(curl, CURLOPT_USERNAME, credentials.access_key.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials.secret_key.c_str());
     curl_slist* headers = nullptr;
     std::string payload = fmt::format("x-amz-content-sha256: {}", has_body ? "UNSIGNED-PAYLOAD" : kEmptySha256);
     headers = curl_slist_append(headers, payload.c_str());
     std::string token;
-    if (!config_.credentials.session_token.empty()) {
-      token = "x-amz-security-token: " + config_.credentials.session_token;
+    if (!credentials.session_token.empty()) {
+      token = "x-amz-security-token: " + credentials.session_token;
       headers = curl_slist_append(headers, token.c_str());
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
