@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "remote/md5.hpp"
+#include "remote/role_credentials.hpp"
 #include "remote/s3_http.hpp"
 #include "sprof/analyze.hpp"
 #include "sprof/s3.hpp"
@@ -148,4 +149,37 @@ TEST_CASE("step skew: ranks by either node-id spelling, the straggler and the sl
   CHECK(skew->nodes[0].ranks == 2);
   // One process: nothing to compare.
   CHECK_FALSE(report::step_skew({steps[0], steps[1]}, {}));
+}
+
+TEST_CASE("a role's credentials: expiration times, and fetched again only near expiry", "[s3]") {
+  using sprof::remote::ExpiringCredentials;
+  using sprof::remote::RoleCredentials;
+  CHECK(sprof::remote::parse_expiration("2026-11-25T23:00:00Z") == 1795647600);
+  CHECK(sprof::remote::parse_expiration("1970-01-01T00:01:40Z") == 100);
+  CHECK_FALSE(sprof::remote::parse_expiration("tomorrow"));
+  int fetches = 0;
+  auto fetch = [&fetches]() -> sprof::Result<ExpiringCredentials> {
+    ++fetches;
+    ExpiringCredentials c;
+    c.credentials.access_key = "key" + std::to_string(fetches);
+    c.expires_epoch_s = int64_t(::time(nullptr)) + 3600;
+    return c;
+  };
+  ExpiringCredentials far;
+  far.credentials.access_key = "first";
+  far.expires_epoch_s = int64_t(::time(nullptr)) + 3600;
+  RoleCredentials lasting(fetch, far);
+  CHECK(lasting.current().access_key == "first");
+  CHECK(fetches == 0);
+  ExpiringCredentials near = far;
+  near.expires_epoch_s = int64_t(::time(nullptr)) + 60;  // within the five minutes
+  RoleCredentials expiring(fetch, near);
+  CHECK(expiring.current().access_key == "key1");
+  CHECK(expiring.current().access_key == "key1");  // the new ones last an hour
+  CHECK(fetches == 1);
+  // A failed fetch keeps the old credentials.
+  RoleCredentials failing([]() -> sprof::Result<ExpiringCredentials> {
+    return sprof::make_error(sprof::ErrorKind::io, "metadata service down");
+  }, near);
+  CHECK(failing.current().access_key == "first");
 }
