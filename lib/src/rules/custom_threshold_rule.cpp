@@ -165,9 +165,7 @@ class Evaluation {
 
   // Step metrics, per framework node.
   std::optional<std::string> step_windows() {
-    if (rule_.metric == CustomMetric::function && !records_.samples) {
-      return std::string("no Python samples in this profile (function shares come from sprof record's samples)");
-    }
+    bool need_samples = rule_.metric == CustomMetric::function && !records_.samples;
     std::map<std::string, std::vector<Point>> by_node;
     std::map<std::string, size_t> per_node;
     size_t steps = 0;
@@ -196,6 +194,9 @@ class Evaluation {
     if (steps == 0) {
       return rule_.mode.empty() ? std::string("no step events (Step:ModeKeys.*) in the framework timeline")
                                 : fmt::format("no {} steps in the framework timeline", rule_.mode);
+    }
+    if (need_samples) {
+      return std::string("no Python samples in this profile (function shares come from sprof record's samples)");
     }
     for (const auto& [node, points] : by_node) cut(node, points, true);
     if (windows_ == 0) return too_few(steps, "steps");
