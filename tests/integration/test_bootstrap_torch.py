@@ -45,6 +45,61 @@ with torch.no_grad():
 """ % {"n": N_BATCHES}
 
 
+# torch 2's Module.__call__ (_wrapped_call_impl -> _call_impl) runs the hooks from a function nested
+# in _call_impl, inner(); torch 1.13 runs them in _call_impl itself. Installed over 1.13's while
+# torch.nn.modules.module is first executed, before sprof's import hook sees torch.
+TORCH2_CALL = """
+import importlib.abc, importlib.machinery, sys
+
+def _wrapped_call_impl(self, *args, **kwargs):
+    return self._call_impl(*args, **kwargs)
+
+def _call_impl(self, *args, **kwargs):
+    m = sys.modules["torch.nn.modules.module"]
+    forward_call = self.forward
+    if not (self._forward_hooks or self._forward_pre_hooks or m._global_forward_hooks
+            or m._global_forward_pre_hooks):
+        return forward_call(*args, **kwargs)
+    result = None
+
+    def inner():
+        nonlocal result, args
+        for hook in (*m._global_forward_pre_hooks.values(), *self._forward_pre_hooks.values()):
+            out = hook(self, args)
+            if out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        result = forward_call(*args, **kwargs)
+        for hook in (*m._global_forward_hooks.values(), *self._forward_hooks.values()):
+            out = hook(self, args, result)
+            if out is not None:
+                result = out
+        return result
+
+    return inner()
+
+class Loader(importlib.abc.Loader):
+    def __init__(self, real):
+        self.real = real
+    def create_module(self, spec):
+        return self.real.create_module(spec)
+    def exec_module(self, module):
+        self.real.exec_module(module)
+        module.Module._wrapped_call_impl = _wrapped_call_impl
+        module.Module._call_impl = _call_impl
+        module.Module.__call__ = _wrapped_call_impl
+
+class Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "torch.nn.modules.module":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = Loader(spec.loader)
+        return spec
+
+sys.meta_path.insert(0, Finder())
+"""
+
+
 @unittest.skipUnless(os.path.exists(DEBIAN_PYTHON) and have_torch(), "needs Debian's python3 with torch")
 class TorchTrainingTest(ProbeTestCase):
     def test_training_run(self):
@@ -113,6 +168,22 @@ class TorchTrainingTest(ProbeTestCase):
             self.assertIsNotNone(p["worker"]["end"])
             self.assertEqual(p["steps"], [])
         self.assertEqual(len({p["pid"] for p in workers}), 4)
+
+    def test_torch2_module_call_machinery(self):
+        # Hooks called from _call_impl's nested inner(): the root is still found, so a TRAIN step
+        # runs from the forward to the end of optimizer.step(), not around optimizer.step() alone.
+        script = self.write("train2.py", TORCH2_CALL + TRAINING)
+        r = self.probe([DEBIAN_PYTHON, script])
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        self.assertEqual(r.sprof_lines(), [], r.stderr)
+        self.assertIn("def inner", TORCH2_CALL)
+        log = self.program_log(r)
+        train = [s for s in r.process(r.pid)["steps"] if s["mode"] == "train"]
+        logged = [e for e in log if e["event"] == "train"]
+        self.assertEqual(len(train), N_BATCHES)
+        for s, e in zip(train, logged):
+            self.assertTrue(e["forward"][0] <= s["begin"] <= s["forward_pass_end"] <= e["forward"][1], (s, e))
+            self.assertTrue(e["optimizer"][0] <= s["end"] <= e["optimizer"][1], (s, e))
 
     def test_inference_only_gives_predict_steps(self):
         script = self.write("predict.py", """

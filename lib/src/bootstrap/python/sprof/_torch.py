@@ -244,6 +244,16 @@ def _wrap_train(original):
     return train
 
 
+def _with_nested(code):
+    """The code object and those of the functions defined in it: torch 2's _call_impl runs the
+    hooks from a nested inner(), which is call machinery too."""
+    out = [code]
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            out += _with_nested(const)
+    return out
+
+
 def _patch_modules(torch, late):
     global _register_pre, _register_post, _call_codes
     module_mod = sys.modules["torch.nn.modules.module"]
@@ -254,7 +264,7 @@ def _patch_modules(torch, late):
     for name in ("_call_impl", "_wrapped_call_impl", "__call__", "_slow_forward"):
         code = getattr(getattr(Module, name, None), "__code__", None)
         if code is not None:
-            codes.add(code)
+            codes.update(_with_nested(code))
     if not codes:
         raise AttributeError("torch.nn.Module has no _call_impl")
     train = Module.train
