@@ -238,6 +238,112 @@ class GpuCallSites(TempDirTestCase):
         self.assertIn("callsites needs a profile directory", out.stderr)
 
 
+# PyTorch's backward pass of CUDA tensors: the autograd engine launches its kernels from a thread
+# of its own that runs no Python, while the caller waits in torch/autograd/.
+AUTOGRAD_WORKLOAD = textwrap.dedent("""\
+    import importlib.util, json, os, sys, threading, time
+    spec = importlib.util.spec_from_file_location("graph", sys.argv[2])
+    graph = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+
+    def spin(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end: pass  # ELSEWHERE
+
+    def step(log, first):
+        t0 = time.monotonic_ns()
+        if first:
+            graph.run_backward(0.4)  # BACKWARD A
+        else:
+            graph.run_backward(0.4)  # BACKWARD B
+        log.append(("backward", t0, time.monotonic_ns()))
+        t0 = time.monotonic_ns()
+        spin(0.4)
+        log.append(("elsewhere", t0, time.monotonic_ns()))
+
+    log = []
+    step(log, True)
+    step(log, False)
+    with open(sys.argv[1], "w") as f:
+        json.dump({"pid": os.getpid(), "tid": threading.get_native_id(), "log": log}, f)
+    """)
+
+# torch/autograd/graph.py's _engine_run_backward, as far as a sampler sees it: a wait.
+FAKE_AUTOGRAD = textwrap.dedent("""\
+    import time
+
+    def run_backward(seconds):
+        time.sleep(seconds)
+    """)
+
+
+class AutogradThreadLaunches(TempDirTestCase):
+    def test_launches_from_a_thread_without_python_go_to_the_nearest_backward_caller(self):
+        autograd = os.path.join(self.tmp, "venv", "lib", "python3.11", "site-packages", "torch", "autograd")
+        os.makedirs(autograd)
+        with open(os.path.join(autograd, "graph.py"), "w") as f:
+            f.write(FAKE_AUTOGRAD)
+        script = os.path.join(self.tmp, "train.py")
+        with open(script, "w") as f:
+            f.write(AUTOGRAD_WORKLOAD)
+        schedule = os.path.join(self.tmp, "schedule.json")
+        profile = os.path.join(self.tmp, "profile")
+        run_sprof("record", "-q", "-r", "200", "--gpu", "off", "-o", profile, "--", "/usr/bin/python3", script,
+                  schedule, os.path.join(autograd, "graph.py"), check=0)
+        with open(schedule) as f:
+            info = json.load(f)
+        # Launches from a thread id the sampler never saw (the engine's thread): in each backward
+        # window, and early in the window after it, which is nearer to that backward than to the
+        # next one.
+        engine_tid = info["tid"] + 100000
+        chunk = Chunk(info["pid"])
+        correlation = 0
+        launches = []
+        for n, (kind, t0, t1) in enumerate(info["log"]):
+            for k in ((3, 5) if kind == "backward" else (1,)):
+                at = t0 + (t1 - t0) * k // 8
+                correlation += 1
+                launches.append((at, correlation, "%s%d_kernel" % (kind, n // 2)))
+                chunk.api(at, at + 8_000, engine_tid, correlation)
+        for at, corr, name in launches:
+            chunk.kernel(at + 20_000, at + 1_020_000, corr, name)
+        os.makedirs(os.path.join(profile, "gpu"), exist_ok=True)
+        with open(os.path.join(profile, "gpu", "%d.gpu" % info["pid"]), "wb") as f:
+            f.write(b"SPROFGPU" + struct.pack("<II", 1, 16) + chunk.framed())
+        rows = json.loads(run_sprof("gpu", profile, "callsites", "--format", "json", check=0).stdout)["rows"]
+        by_line = {r["line"]: r for r in rows}
+        self.assertEqual(len(rows), 2, rows)
+        for marker, n in (("# BACKWARD A", 0), ("# BACKWARD B", 1)):
+            row = by_line[line_of(AUTOGRAD_WORKLOAD, marker)]
+            self.assertEqual((os.path.basename(row["file"]), row["function"]), ("train.py", "step"))
+            self.assertEqual(sorted((k["name"], k["instances"]) for k in row["top_kernels"]),
+                             [("backward%d_kernel" % n, 2), ("elsewhere%d_kernel" % n, 1)])
+
+    def test_without_autograd_waits_they_stay_unattributed(self):
+        script = os.path.join(self.tmp, "plain.py")
+        with open(script, "w") as f:
+            f.write("import json, os, sys, threading, time\n"
+                    "end = time.monotonic() + 0.5\n"
+                    "while time.monotonic() < end: pass\n"
+                    "json.dump({'pid': os.getpid(), 'tid': threading.get_native_id(), 't': time.monotonic_ns()},"
+                    " open(sys.argv[1], 'w'))\n")
+        info_path, profile = os.path.join(self.tmp, "info.json"), os.path.join(self.tmp, "profile")
+        run_sprof("record", "-q", "-r", "200", "--gpu", "off", "-o", profile, "--", "/usr/bin/python3", script,
+                  info_path, check=0)
+        with open(info_path) as f:
+            info = json.load(f)
+        chunk = Chunk(info["pid"])
+        at = info["t"] - 200_000_000
+        chunk.api(at, at + 8_000, info["tid"] + 100000, 1)
+        chunk.kernel(at + 20_000, at + 1_020_000, 1, "k")
+        os.makedirs(os.path.join(profile, "gpu"), exist_ok=True)
+        with open(os.path.join(profile, "gpu", "%d.gpu" % info["pid"]), "wb") as f:
+            f.write(b"SPROFGPU" + struct.pack("<II", 1, 16) + chunk.framed())
+        rows = json.loads(run_sprof("gpu", profile, "callsites", "--format", "json", check=0).stdout)["rows"]
+        self.assertEqual([r["unattributed"] for r in rows],
+                         ["no samples of the launching thread (pid %d, tid %d)" % (info["pid"], info["tid"] + 100000)])
+
+
 class ChromeTraceExport(GpuCallSites):
     """The same profile as one Chrome trace: checked against the Trace Event Format."""
 

@@ -1,9 +1,12 @@
 // GPU time by Python call site: op -> launch call (correlation id) -> the launching thread's
 // sample nearest the launch -> the Python line. CUPTI's thread ids are system thread ids
 // (the injection asks for CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), the sampler's native tids.
+// A launch from a thread that runs no Python (torch's autograd engine) goes to the thread of the
+// same process that waits in torch.autograd at that moment.
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -48,14 +51,16 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
   SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(profile_dir));
 
   std::unordered_map<int64_t, const store::GpuApiCall*> calls;
-  std::unordered_map<uint64_t, bool> wanted_threads;
+  std::unordered_map<int32_t, bool> wanted_pids;
   for (const store::GpuApiCall& call : input.trace.api_calls) {
     if (call.correlation == 0) continue;
     calls.emplace(call.correlation, &call);
-    wanted_threads[thread_key(call.pid, call.tid)] = true;
+    wanted_pids[call.pid] = true;
   }
 
-  // The samples of the threads that launched GPU work, per (pid, tid), in time order.
+  // The samples of every thread of the processes that launched GPU work, per (pid, tid), in
+  // time order: the launching threads', and the others' for launches from threads that run no
+  // Python (below).
   struct ThreadSamples {
     const store::SampleLog* log = nullptr;
     std::vector<ThreadSample> samples;
@@ -63,26 +68,21 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
   std::unordered_map<uint64_t, ThreadSamples> threads;
   for (const store::ProcessSamples& p : profile.processes) {
     const store::SampleLog& log = p.log;
+    if (!wanted_pids.count(log.pid())) continue;
     std::vector<int32_t> tid_of(log.threads().size());
     for (size_t i = 0; i < tid_of.size(); ++i) tid_of[i] = log.threads()[i].native_tid;
     log.for_each_sample([&](const store::SampleRecord& r) {
       uint64_t key = thread_key(log.pid(), tid_of[r.thread]);
-      if (!wanted_threads.count(key)) return;
       ThreadSamples& t = threads[key];
       t.log = &log;
       t.samples.push_back({r.time_ns, r.weight_ns, r.stack});
     });
   }
 
-  // One site per launch call.
-  std::unordered_map<int64_t, Site> site_of_call;
+  // The thread's sample nearest the middle of the call, or why there is none.
   std::vector<uint32_t> frames;
-  auto site_for = [&](const store::GpuApiCall& call) -> Site {
-    auto it = threads.find(thread_key(call.pid, call.tid));
-    if (it == threads.end() || it->second.samples.empty()) {
-      return {"", 0, "", fmt::format("no samples of the launching thread (pid {}, tid {})", call.pid, call.tid)};
-    }
-    const std::vector<ThreadSample>& s = it->second.samples;
+  auto nearest = [&](const ThreadSamples& t, const store::GpuApiCall& call, std::string& why) -> const ThreadSample* {
+    const std::vector<ThreadSample>& s = t.samples;
     int64_t middle = call.start_ns + (call.end_ns - call.start_ns) / 2;
     auto after = std::lower_bound(s.begin(), s.end(), middle, [](const ThreadSample& a, int64_t t) { return a.time_ns < t; });
     const ThreadSample* best = nullptr;
@@ -101,11 +101,18 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     bool covered = after != s.end() && after->time_ns - after->weight_ns <= middle && after != s.begin();
     int64_t limit = options.max_distance_ns > 0 ? options.max_distance_ns : 2 * std::max<int64_t>(best->weight_ns, 1'000'000);
     if ((options.max_distance_ns > 0 || !covered) && best_distance > limit) {
-      return {"", 0, "", "no sample of the launching thread near the launch"};
+      why = "no sample of the launching thread near the launch";
+      return nullptr;
     }
-    const store::SampleLog& log = *it->second.log;
-    log.stack_frames(best->stack, frames);  // leaf first
-    if (frames.empty()) return {"", 0, "", "the launching thread had no Python frames"};
+    t.log->stack_frames(best->stack, frames);  // leaf first
+    if (frames.empty()) {
+      why = "the launching thread had no Python frames";
+      return nullptr;
+    }
+    return best;
+  };
+  // The site of the sample whose frames `frames` holds: the user's innermost frame (or the leaf).
+  auto site_of_frames = [&](const store::SampleLog& log) -> Site {
     const store::LogFrame* chosen = &log.frames()[frames.front()];
     if (!options.leaf) {
       for (uint32_t f : frames) {
@@ -118,6 +125,57 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     }
     const store::LogFunction& function = log.functions()[chosen->function];
     return {function.file, chosen->line, function.name, ""};
+  };
+  // The moments a thread of each process was seen inside torch.autograd (backward(),
+  // autograd.grad()), in time order, with the site of its user frame then.
+  struct AutogradWait {
+    int64_t time_ns = 0;
+    Site site;
+  };
+  std::unordered_map<int32_t, std::vector<AutogradWait>> autograd_waits;
+  for (auto& [key, t] : threads) {
+    std::unordered_map<uint32_t, std::optional<Site>> site_of_stack;
+    for (const ThreadSample& sample : t.samples) {
+      auto [it, fresh] = site_of_stack.try_emplace(sample.stack);
+      if (fresh) {
+        t.log->stack_frames(sample.stack, frames);
+        for (uint32_t f : frames) {
+          if (t.log->functions()[t.log->frames()[f].function].file.find("/torch/autograd/") != std::string::npos) {
+            it->second = site_of_frames(*t.log);
+            break;
+          }
+        }
+      }
+      if (it->second) autograd_waits[t.log->pid()].push_back({sample.time_ns, *it->second});
+    }
+  }
+  for (auto& [pid, waits] : autograd_waits) {
+    std::sort(waits.begin(), waits.end(), [](const AutogradWait& a, const AutogradWait& b) { return a.time_ns < b.time_ns; });
+  }
+
+  std::unordered_map<int64_t, Site> site_of_call;
+  auto site_for = [&](const store::GpuApiCall& call) -> Site {
+    uint64_t key = thread_key(call.pid, call.tid);
+    std::string why = fmt::format("no samples of the launching thread (pid {}, tid {})", call.pid, call.tid);
+    auto it = threads.find(key);
+    if (it != threads.end() && !it->second.samples.empty()) {
+      if (nearest(it->second, call, why) != nullptr) return site_of_frames(*it->second.log);
+    }
+    // A thread that runs no Python launching: PyTorch runs the backward pass of CUDA tensors on
+    // its autograd engine's device threads while the thread that called backward() waits inside
+    // torch.autograd. The launch goes to the nearest moment, however far, at which a thread of
+    // the process was seen waiting there: a backward pass is often shorter than a sampling
+    // interval, and a training loop calls backward() from the same line step after step.
+    bool frameless = it == threads.end() || why == "the launching thread had no Python frames";
+    auto waits = autograd_waits.find(call.pid);
+    if (frameless && waits != autograd_waits.end()) {
+      const std::vector<AutogradWait>& w = waits->second;
+      int64_t middle = call.start_ns + (call.end_ns - call.start_ns) / 2;
+      auto after = std::lower_bound(w.begin(), w.end(), middle, [](const AutogradWait& a, int64_t t) { return a.time_ns < t; });
+      if (after == w.end() || (after != w.begin() && middle - (after - 1)->time_ns < after->time_ns - middle)) --after;
+      return after->site;
+    }
+    return {"", 0, "", why};
   };
 
   struct Acc {
