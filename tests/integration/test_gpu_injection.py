@@ -364,7 +364,7 @@ class InjectionRecordingTest(TempDirTestCase):
         enabled = {int(c[1]) for c in calls if c[0] == "enable"}
         self.assertEqual(enabled, {10, 1, 22, 2, 5, 38, 17, 8, 9})  # no KERNEL (3), no whole DRIVER (4)
         self.assertLess(calls.index(("enable", "5", "0")), calls.index(("runtime_api", "17", "0")))
-        for cbid in (17, 10, 11, 317, 318):
+        for cbid in (17, 12, 10, 11, 317, 318):
             self.assertIn(("runtime_api", str(cbid), "0"), calls)
         for cbid in (307, 652):
             self.assertIn(("driver_api", str(cbid), "1"), calls)

@@ -46,9 +46,11 @@ constexpr KindToEnable kKinds[] = {
     {CUPTI_ACTIVITY_KIND_CONTEXT, "contexts"},
 };
 
-// Runtime calls made so often that they would drown the launches and copies.
+// Runtime calls made so often that they would drown the launches and copies (on an H200,
+// PyTorch 2.11's training step calls cudaGetErrorString ten times).
 constexpr CUpti_CallbackId kNoisyRuntimeCalls[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetErrorString_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
     CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
