@@ -1,0 +1,153 @@
+"""The programs scripts/gpu-check runs, under sprof, under torch.profiler, or alone.
+
+  train    a small CNN trained on random data: host-to-device copies, a memset, forward,
+           backward and an optimizer step per step; each of those on a line of its own, tagged
+           with a "# LINE:<name>" comment that gpu-check looks up. Times the steps after the
+           warm-up and writes {"steps", "seconds", "steps_per_s", ...} as JSON to --result.
+           --profiler torch runs the whole program (model creation included, so that it sees
+           the same kernels sprof does) under torch.profiler and writes its trace to --trace.
+           --starve S sleeps S seconds in the data path of every step (an input-bound job).
+  never-cuda   imports torch, computes on the CPU, exits 3.
+  fork     initialises CUDA, forks a child that computes on the CPU and exits normally
+           (running its atexit handlers), launches more kernels, exits 5.
+  exit-in-flight  queues thousands of kernels and calls sys.exit(7) without synchronising.
+  abrupt   queues kernels and ends with os._exit(9): no atexit handler runs.
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+import time
+
+
+def driver_memset():
+    """The driver's cuMemsetD8Async (a CUPTI MEMSET record; torch itself fills with kernels)."""
+    fn = ctypes.CDLL("libcuda.so.1").cuMemsetD8Async
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
+    return fn
+
+
+def train(args):
+    import torch
+    import torch.nn as nn
+
+    profiler = None
+    if args.profiler == "torch":
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        # A schedule that records every step, so that prof.step() writes ProfilerStep#N.
+        profiler = torch.profiler.profile(activities=activities,
+                                          schedule=torch.profiler.schedule(wait=0, warmup=0, active=1 << 30))
+        profiler.__enter__()
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    data = [(torch.randn(64, 3, 32, 32).pin_memory(), torch.randint(0, 10, (64,)).pin_memory()) for _ in range(4)]
+    scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+    memset = driver_memset()
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def load(step):
+        if args.starve:
+            time.sleep(args.starve)  # LINE:starve
+        return data[step % len(data)]
+
+    def train_step(x, y):
+        x = x.cuda(non_blocking=True)  # LINE:copy_x
+        y = y.cuda(non_blocking=True)  # LINE:copy_y
+        memset(scratch.data_ptr(), 0, scratch.numel(), stream)  # LINE:memset
+        loss = nn.functional.cross_entropy(model(x), y)  # LINE:forward
+        opt.zero_grad(set_to_none=True)
+        loss.backward()  # LINE:backward
+        opt.step()  # LINE:optimizer
+        return loss
+
+    total = args.warmup + args.steps
+    start = None
+    for step in range(total):
+        if step == args.warmup:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+        x, y = load(step)
+        loss = train_step(x, y)
+        if step % 10 == 9:
+            loss.item()  # LINE:item
+        if profiler is not None:
+            profiler.step()
+    torch.cuda.synchronize()  # LINE:sync
+    seconds = time.perf_counter() - start
+    result = {"steps": args.steps, "warmup": args.warmup, "seconds": seconds, "steps_per_s": args.steps / seconds,
+              "torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0)}
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        if args.trace:
+            profiler.export_chrome_trace(args.trace)
+    if args.result:
+        with open(args.result, "w") as f:
+            json.dump(result, f)
+    print(json.dumps(result))
+
+
+def never_cuda(_):
+    import torch
+    x = torch.randn(256, 256)
+    for _ in range(50):
+        x = torch.tanh(x @ x.T / 256)
+    sys.exit(3)
+
+
+def fork(_):
+    import torch
+    x = torch.randn(1024, 1024, device="cuda")
+    for _ in range(20):
+        x = torch.tanh(x @ x)
+    torch.cuda.synchronize()
+    pid = os.fork()
+    if pid == 0:
+        # The child must not touch CUDA (a forked CUDA context is unusable); it exits through
+        # sys.exit, so the atexit handlers it inherited run.
+        y = sum(i * i for i in range(200000))
+        sys.exit(0 if y > 0 else 1)
+    for _ in range(20):
+        x = torch.tanh(x @ x)
+    _, status = os.waitpid(pid, 0)
+    torch.cuda.synchronize()
+    print("child exit status", os.waitstatus_to_exitcode(status))
+    sys.exit(5 if os.waitstatus_to_exitcode(status) == 0 else 1)
+
+
+def exit_in_flight(_):
+    import torch
+    x = torch.randn(2048, 2048, device="cuda")
+    for _ in range(3000):
+        x = torch.tanh(x @ x)
+    sys.exit(7)  # kernels still queued and CUPTI's buffers unflushed
+
+
+def abrupt(_):
+    import torch
+    x = torch.randn(2048, 2048, device="cuda")
+    for _ in range(1000):
+        x = torch.tanh(x @ x)
+    sys.stdout.flush()
+    os._exit(9)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("workload", choices=["train", "never-cuda", "fork", "exit-in-flight", "abrupt"])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--profiler", choices=["none", "torch"], default="none")
+    parser.add_argument("--trace")
+    parser.add_argument("--starve", type=float, default=0.0)
+    parser.add_argument("--result")
+    args = parser.parse_args()
+    {"train": train, "never-cuda": never_cuda, "fork": fork, "exit-in-flight": exit_in_flight,
+     "abrupt": abrupt}[args.workload](args)
+
+
+if __name__ == "__main__":
+    main()
