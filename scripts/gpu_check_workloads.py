@@ -7,6 +7,9 @@
            --profiler torch runs the whole program (model creation included, so that it sees
            the same kernels sprof does) under torch.profiler and writes its trace to --trace.
            --starve S sleeps S seconds in the data path of every step (an input-bound job).
+  steady   the same loop for --seconds, writing the steps of every --window to --result as
+           [[monotonic start, end, steps], ...]: a profiler attached and detached while it runs
+           costs what the windows under it lose (on the CPU without CUDA, for tests).
   never-cuda   imports torch, computes on the CPU, exits 3.
   fork     initialises CUDA, forks a child that computes on the CPU and exits normally
            (running its atexit handlers), launches more kernels, exits 5.
@@ -90,6 +93,35 @@ def train(args):
     print(json.dumps(result))
 
 
+def steady(args):
+    import torch
+    import torch.nn as nn
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(64, 3, 32, 32, device=device), torch.randint(0, 10, (64,), device=device)
+    windows = []
+    print("ready", os.getpid(), flush=True)
+    end = time.monotonic() + args.seconds
+    start, steps = time.monotonic(), 0
+    while start < end:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        steps += 1
+        if steps % 10 == 0:
+            loss.item()  # no more than 10 steps queued: the GPU's pace, not the launch queue's
+            now = time.monotonic()
+            if now - start >= args.window:
+                windows.append([start, now, steps])
+                start, steps = now, 0
+    with open(args.result, "w") as f:
+        json.dump(windows, f)
+
+
 def never_cuda(_):
     import torch
     x = torch.randn(256, 256)
@@ -137,15 +169,17 @@ def abrupt(_):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("workload", choices=["train", "never-cuda", "fork", "exit-in-flight", "abrupt"])
+    parser.add_argument("workload", choices=["train", "steady", "never-cuda", "fork", "exit-in-flight", "abrupt"])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--profiler", choices=["none", "torch"], default="none")
     parser.add_argument("--trace")
     parser.add_argument("--starve", type=float, default=0.0)
     parser.add_argument("--result")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--window", type=float, default=0.25)
     args = parser.parse_args()
-    {"train": train, "never-cuda": never_cuda, "fork": fork, "exit-in-flight": exit_in_flight,
+    {"train": train, "steady": steady, "never-cuda": never_cuda, "fork": fork, "exit-in-flight": exit_in_flight,
      "abrupt": abrupt}[args.workload](args)
 
 
