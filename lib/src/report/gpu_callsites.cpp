@@ -1,8 +1,8 @@
 // GPU time by Python call site: op -> launch call (correlation id) -> the launching thread's
 // sample nearest the launch -> the Python line. CUPTI's thread ids are system thread ids
 // (the injection asks for CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), the sampler's native tids.
-// A launch from a thread that runs no Python (torch's autograd engine) goes to the thread of the
-// same process that waits in torch.autograd at that moment.
+// A launch from a thread that runs no Python (torch's autograd engine) goes to the nearest moment
+// a thread of the same process was seen waiting in torch.autograd.
 
 #include <algorithm>
 #include <map>
@@ -79,9 +79,11 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     });
   }
 
-  // The thread's sample nearest the middle of the call, or why there is none.
+  // The thread's sample nearest the middle of the call (its frames in `frames`), or why there is
+  // none; `no_frames` when the sample had no Python frames.
   std::vector<uint32_t> frames;
-  auto nearest = [&](const ThreadSamples& t, const store::GpuApiCall& call, std::string& why) -> const ThreadSample* {
+  auto nearest = [&](const ThreadSamples& t, const store::GpuApiCall& call, std::string& why,
+                     bool& no_frames) -> const ThreadSample* {
     const std::vector<ThreadSample>& s = t.samples;
     int64_t middle = call.start_ns + (call.end_ns - call.start_ns) / 2;
     auto after = std::lower_bound(s.begin(), s.end(), middle, [](const ThreadSample& a, int64_t t) { return a.time_ns < t; });
@@ -107,6 +109,7 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     t.log->stack_frames(best->stack, frames);  // leaf first
     if (frames.empty()) {
       why = "the launching thread had no Python frames";
+      no_frames = true;
       return nullptr;
     }
     return best;
@@ -158,17 +161,17 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     uint64_t key = thread_key(call.pid, call.tid);
     std::string why = fmt::format("no samples of the launching thread (pid {}, tid {})", call.pid, call.tid);
     auto it = threads.find(key);
+    bool no_frames = it == threads.end();
     if (it != threads.end() && !it->second.samples.empty()) {
-      if (nearest(it->second, call, why) != nullptr) return site_of_frames(*it->second.log);
+      if (nearest(it->second, call, why, no_frames) != nullptr) return site_of_frames(*it->second.log);
     }
     // A thread that runs no Python launching: PyTorch runs the backward pass of CUDA tensors on
     // its autograd engine's device threads while the thread that called backward() waits inside
     // torch.autograd. The launch goes to the nearest moment, however far, at which a thread of
     // the process was seen waiting there: a backward pass is often shorter than a sampling
     // interval, and a training loop calls backward() from the same line step after step.
-    bool frameless = it == threads.end() || why == "the launching thread had no Python frames";
     auto waits = autograd_waits.find(call.pid);
-    if (frameless && waits != autograd_waits.end()) {
+    if (no_frames && waits != autograd_waits.end()) {
       const std::vector<AutogradWait>& w = waits->second;
       int64_t middle = call.start_ns + (call.end_ns - call.start_ns) / 2;
       auto after = std::lower_bound(w.begin(), w.end(), middle, [](const AutogradWait& a, int64_t t) { return a.time_ns < t; });
