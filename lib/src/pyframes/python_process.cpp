@@ -588,9 +588,13 @@ Status CPythonProcess::sample(const SampleOptions& options, std::vector<ThreadSt
     ~ResumeGuard() { pauser.resume(); }
   } guard{pauser_};
   if (options.blocking) {
+    // Only the threads that run: pausing a sleeping thread interrupts its system call, and it
+    // stays runnable until it has restarted it (tens of milliseconds on a loaded machine), so the
+    // next sample would see it on CPU. A sleeper's stack cannot change while it sleeps; one that
+    // wakes during the read is read with the checks of an unpaused read.
     scratch_tids_.clear();
     for (const ThreadInfo& t : threads_) {
-      if (t.tid > 0) scratch_tids_.push_back(t.tid);
+      if (t.tid > 0 && t.on_cpu) scratch_tids_.push_back(t.tid);
     }
     std::unordered_map<pid_t, bool> on_cpu;
     for (const ThreadInfo& t : threads_) on_cpu[t.tid] = t.on_cpu;
