@@ -31,6 +31,16 @@ def driver_memset():
     return fn
 
 
+def make_model(device):
+    """The small CNN both loops train, and its optimizer (SGD with momentum)."""
+    import torch
+    import torch.nn as nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
 def train(args):
     import torch
     import torch.nn as nn
@@ -43,10 +53,7 @@ def train(args):
                                           schedule=torch.profiler.schedule(wait=0, warmup=0, active=1 << 30))
         profiler.__enter__()
 
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, opt = make_model("cuda")
     data = [(torch.randn(64, 3, 32, 32).pin_memory(), torch.randint(0, 10, (64,)).pin_memory()) for _ in range(4)]
     scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
     memset = driver_memset()
@@ -97,10 +104,7 @@ def steady(args):
     import torch
     import torch.nn as nn
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
-                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, opt = make_model(device)
     x, y = torch.randn(64, 3, 32, 32, device=device), torch.randint(0, 10, (64,), device=device)
     windows = []
     print("ready", os.getpid(), flush=True)
