@@ -67,8 +67,8 @@ void add_run_selection_options(CLI::App* app, RunSelectionFlags& flags, const st
   app->add_option("--mode", flags.mode, fmt::format("Only {} inside steps of this mode (train, eval, predict, global)", what))
       ->check(CLI::IsMember(profile_mode_names()));
   app->add_option("--start-step", flags.start_step,
-                  fmt::format("Only {} inside steps start..end-1 (work that starts inside them)", what));
-  app->add_option("--end-step", flags.end_step, "End step (exclusive, as smdebug's)");
+                  fmt::format("Only {} inside steps start..end, both included (work that starts inside them)", what));
+  app->add_option("--end-step", flags.end_step, "Last step, included (as fetch-by-step's)");
   app->add_option("--start-time", flags.start_time,
                   fmt::format("Only {} from this time: epoch µs, or with a unit (1596585374.96s, ms)", what));
   app->add_option("--end-time", flags.end_time, fmt::format("Only {} before this time, as --start-time", what));
@@ -91,7 +91,8 @@ Result<StepSelection> parse_step_selection(const RunSelectionFlags& flags) {
   }
   if (!flags.end_step.empty()) {
     SPROF_TRY(double v, parse_step_arg("--end-step", flags.end_step, true));
-    if (std::isfinite(v)) out.last = static_cast<int64_t>(v) - 1;  // smdebug's end step is exclusive
+    // Inclusive, as fetch-by-step's [start, end] (smdebug's python_stats queries): one definition.
+    if (std::isfinite(v)) out.last = static_cast<int64_t>(v);
   }
   return out;
 }

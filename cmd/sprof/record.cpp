@@ -17,6 +17,7 @@
 #include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/step_timeline.hpp"
 #include "fail_on.hpp"
 #include "sprof/rule_watch.hpp"
 #include "sprof/s3.hpp"
@@ -199,11 +200,15 @@ void add_record(CLI::App& app, CommandList& commands) {
                 "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
   sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");
   sub->add_option("--step-fn", flags->steps.step_functions,
-                  "Infer steps from the samples: one step per call of this function (qualified name) on the main "
-                  "thread (or the thread that runs it, if the main thread never does); repeatable. For targets "
-                  "without the bootstrap (--pid, --no-inject)")
+                  "Every call of this function is one step: NAME (found at its first call), Class.method, "
+                  "module:function or module:Class.method (wrapped when the module is imported); repeatable. "
+                  "Without the bootstrap (--pid, --no-inject) steps are inferred from the samples instead")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--step-fn-mode", flags->steps.step_fn_mode,
+                  "The mode of --step-fn's steps where no torch module's .training tells it")
+      ->check(CLI::IsMember({"train", "eval", "predict", "global"}))
+      ->capture_default_str();
   auto python_flags = std::make_shared<PythonProfilingFlags>();
   add_python_profiling_flags(sub, *python_flags);
   sub->add_option("--python-timer", flags->python_timer,
@@ -306,7 +311,11 @@ void add_record(CLI::App& app, CommandList& commands) {
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
       if (result->sampled_any) print_summary(*result, *flags);
-      if (std::string text = recording->steps.text(); !text.empty()) fmt::print(stderr, "sprof: {}\n", text);
+      if (std::string text = recording->steps.text(); !text.empty()) {
+        fmt::print(stderr, "sprof: {}\n", text);
+      } else if (result->sampled_any) {
+        fmt::print(stderr, "sprof: {}\n", timeline::kNoStepsHint);
+      }
       if (recording->interval_stats) fmt::print(stderr, "sprof: {}\n", recording->interval_stats->text());
       if (std::string text = traces::trace_windows_summary(result->manifest, result->output_dir); !text.empty()) {
         fmt::print(stderr, "sprof: {}\n", text);

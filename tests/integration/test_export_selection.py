@@ -31,8 +31,9 @@ class ExportSelectionTest(TempDirTestCase):
     def test_steps_match_their_time_windows(self):
         steps = self.steps()
         self.assertEqual(len(steps), 11)
-        for flags, mode, first, end in ((["--start-step", "2", "--end-step", "6"], None, 2, 6),
-                                        (["--mode", "eval", "--start-step", "0", "--end-step", "2"], "EVAL", 0, 2)):
+        # --end-step is included, as fetch-by-step's (one definition for every command).
+        for flags, mode, first, end in ((["--start-step", "2", "--end-step", "5"], None, 2, 6),
+                                        (["--mode", "eval", "--start-step", "0", "--end-step", "1"], "EVAL", 0, 2)):
             with self.subTest(flags=flags):
                 mine = collections.Counter()
                 for line in folded(run_sprof("export", PROFILE, "-f", "collapsed", *flags, check=0).stdout):
@@ -69,6 +70,22 @@ class ExportSelectionTest(TempDirTestCase):
             events = json.load(f)["traceEvents"]
         steps = [e["name"] for e in events if e.get("cat") == "user_annotation"]
         self.assertEqual(steps, ["Step:ModeKeys.EVAL"] * 3)
+
+    def test_every_command_takes_the_same_steps(self):
+        # One definition of --start-step A --end-step B: steps A to B, both included, in export's
+        # samples and Chrome trace as in fetch-by-step's stats directories.
+        for first, last in ((2, 5), (0, 0), (6, 7)):
+            with self.subTest(first=first, last=last):
+                flags = ["--start-step", str(first), "--end-step", str(last)]
+                path = os.path.join(self.tmp, "sel.json")
+                run_sprof("export", PROFILE, "-f", "chrome", "--mode", "train", *flags, "-o", path, check=0)
+                with open(path) as f:
+                    exported = sorted(set(int(e["args"]["step_num"]) for e in json.load(f)["traceEvents"]
+                                          if e.get("cat") == "user_annotation"))
+                self.assertEqual(exported, list(range(first, last + 1)))
+                doc = json.loads(run_sprof("fetch-by-step", PROFILE, *flags, "--json", check=0).stdout)
+                fetched = sorted(set(s["start_step"] for s in doc["stats"] if s["start_phase"] == "stepstart"))
+                self.assertEqual(fetched, list(range(first, last + 1)))
 
     def test_bad_selections(self):
         proc = run_sprof("export", PROFILE, "-f", "collapsed", "--start-step", "2", "--start-time", "1s", check=2)

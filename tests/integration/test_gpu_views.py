@@ -209,7 +209,7 @@ class GpuViewsOnKinetoTraces(unittest.TestCase):
         _, events = load(NCCL)
         step5 = next(e for e in events if e["name"] == "ProfilerStep#5")
         inside = [e for e in ops(events) if e["cat"] == "kernel" and step5["start"] <= e["start"] < step5["end"]]
-        got = rows(NCCL, "kernels", "--start-step", "5", "--end-step", "6")
+        got = rows(NCCL, "kernels", "--start-step", "5", "--end-step", "5")
         self.assertEqual(sum(r["instances"] for r in got), len(inside))
         self.assertUs(sum(r["total_us"] for r in got), sum(e["end"] - e["start"] for e in inside))
 

@@ -80,7 +80,7 @@ TEST_CASE("the embedded Python files are the sources", "[bootstrap]") {
 
 TEST_CASE("prepare writes the files and names the pipe in the environment", "[bootstrap]") {
   TempDir tmp;
-  auto env = prepare(tmp.path / "boot", PrepareOptions{false, std::string("/a:/b"), std::nullopt});
+  auto env = prepare(tmp.path / "boot", PrepareOptions{false, std::string("/a:/b"), std::nullopt, {}, "train"});
   REQUIRE(env.ok());
   for (const EmbeddedFile& file : python_files()) {
     CHECK(read_file(env->python_dir / std::string(file.path)) == file.content);
@@ -98,7 +98,7 @@ TEST_CASE("prepare writes the files and names the pipe in the environment", "[bo
   CHECK((fcntl(env->channel.read_fd(), F_GETFL) & O_NONBLOCK) != 0);
 
   // An empty inherited PYTHONPATH must not turn into a trailing ':' (the current directory).
-  auto bare = prepare(tmp.path / "boot2", PrepareOptions{true, std::string(), std::nullopt});
+  auto bare = prepare(tmp.path / "boot2", PrepareOptions{true, std::string(), std::nullopt, {}, "train"});
   REQUIRE(bare.ok());
   CHECK(variable(*bare, "PYTHONPATH") == (tmp.path / "boot2").string());
 
@@ -109,6 +109,16 @@ TEST_CASE("prepare writes the files and names the pipe in the environment", "[bo
   CHECK(std::count(merged.begin(), merged.end(), "HOME=/root") == 1);
   CHECK(std::count_if(merged.begin(), merged.end(), [](const std::string& e) { return e.rfind("PYTHONPATH=", 0) == 0; }) == 1);
   CHECK(std::count(merged.begin(), merged.end(), "PYTHONPATH=" + (tmp.path / "boot2").string()) == 1);
+  CHECK(variable(*bare, "SPROF_STEP_FN") == "<unset>");  // only with --step-fn
+
+  // --step-fn's names reach the bootstrap, comma separated, with their mode.
+  PrepareOptions with_step_fn;
+  with_step_fn.step_functions = {"train_step", "mylib.loop:Trainer.step"};
+  with_step_fn.step_fn_mode = "eval";
+  auto stepped = prepare(tmp.path / "boot3", with_step_fn);
+  REQUIRE(stepped.ok());
+  CHECK(variable(*stepped, "SPROF_STEP_FN") == "train_step,mylib.loop:Trainer.step");
+  CHECK(variable(*stepped, "SPROF_STEP_FN_MODE") == "eval");
 }
 
 TEST_CASE("prepare refuses a directory PYTHONPATH cannot hold", "[bootstrap]") {
@@ -125,7 +135,7 @@ TEST_CASE("markers from a real interpreter reach the parser and the timeline", "
     return;
   }
   TempDir tmp;
-  auto prepared = prepare(tmp.path / "boot", PrepareOptions{false, std::string(), std::nullopt});
+  auto prepared = prepare(tmp.path / "boot", PrepareOptions{false, std::string(), std::nullopt, {}, "train"});
   REQUIRE(prepared.ok());
   BootstrapEnv& env = *prepared;
   extern char** environ;

@@ -31,6 +31,8 @@ inline constexpr const char* kEnvMarkerFd = "SPROF_MARKER_FD";        // inherit
 inline constexpr const char* kEnvMarkerInode = "SPROF_MARKER_INODE";  // that pipe's inode
 inline constexpr const char* kEnvMarkerPath = "SPROF_MARKER_PATH";    // /proc/<recorder>/fd/<n>
 inline constexpr const char* kEnvTorch = "SPROF_TORCH";               // "0": no PyTorch hooks
+inline constexpr const char* kEnvStepFn = "SPROF_STEP_FN";            // --step-fn names, comma separated
+inline constexpr const char* kEnvStepFnMode = "SPROF_STEP_FN_MODE";   // --step-fn-mode
 // Deterministic mode (--python-profiler cprofile), see CprofileOptions.
 inline constexpr const char* kEnvPythonProfiler = "SPROF_PYTHON_PROFILER";  // "cprofile"
 inline constexpr const char* kEnvProfileDir = "SPROF_PROFILE_DIR";          // absolute profile directory
@@ -113,6 +115,10 @@ struct PrepareOptions {
   // The PYTHONPATH the target would have had; nullopt: this process's own PYTHONPATH.
   std::optional<std::string> pythonpath;
   std::optional<CprofileOptions> cprofile;  // deterministic mode; nullopt: off
+  // --step-fn: the bootstrap wraps these functions so each call is a step (SPROF_STEP_FN), of
+  // step_fn_mode unless a torch module's .training says otherwise.
+  std::vector<std::string> step_functions;
+  std::string step_fn_mode = "train";
 };
 
 struct BootstrapEnv {

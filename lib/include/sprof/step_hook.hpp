@@ -34,6 +34,7 @@ struct StepHookOptions {
   bool inject = true;                       // false: --no-inject
   bool torch = true;                        // automatic PyTorch detection
   std::vector<std::string> step_functions;  // --step-fn QUALNAME (repeatable)
+  std::string step_fn_mode = "train";       // --step-fn-mode: the mode of --step-fn's steps
 };
 
 // What on_finish found, for the end-of-record summary.

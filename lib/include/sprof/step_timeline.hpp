@@ -29,6 +29,10 @@
 
 namespace sprof::timeline {
 
+// Said once where a profile has no steps (end of record, top of analyze), with the way to get them.
+inline constexpr const char* kNoStepsHint =
+    "no training steps found: for a non-PyTorch loop use --step-fn NAME or sprof.step()";
+
 struct Boundary {
   Mode mode = Mode::prestepzero;
   std::optional<int64_t> step;  // global step; nullopt is smdebug's "*"

@@ -105,6 +105,12 @@ Result<BootstrapEnv> prepare(const fs::path& dir, const PrepareOptions& options)
       {kEnvMarkerPath, env.channel.proc_path()},
       {kEnvTorch, options.torch ? "1" : "0"},
   };
+  if (!options.step_functions.empty()) {
+    std::string names;
+    for (const auto& name : options.step_functions) names += (names.empty() ? "" : ",") + name;
+    env.variables.emplace_back(kEnvStepFn, names);
+    env.variables.emplace_back(kEnvStepFnMode, options.step_fn_mode);
+  }
   // --sprof-frames: deterministic mode keeps sprof's functions in its stats too.
   if (store::show_sprof_frames()) env.variables.emplace_back("SPROF_SPROF_FRAMES", "1");
   if (options.cprofile) {

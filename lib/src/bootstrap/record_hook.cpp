@@ -58,6 +58,8 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
 
   PrepareOptions prepare_options;
   prepare_options.torch = options_.torch;
+  prepare_options.step_functions = options_.step_functions;
+  prepare_options.step_fn_mode = options_.step_fn_mode;
   // The bootstrap's files go to a private temporary directory removed with the hook (after the
   // command has exited), not into the profile: users should not find sprof's sources there, and
   // its name is how readers recognise sprof's own frames (store::is_sprof_bootstrap_file).
@@ -186,7 +188,10 @@ Status StepRecordHook::on_finish(const fs::path& output_dir, store::Manifest& ma
   for (const auto& p : timeline.processes) have_marker_steps = have_marker_steps || !p.steps.empty();
   bool have_inferred = false;
   if (!options_.step_functions.empty()) {
-    auto inferred = timeline::infer_steps(output_dir, options_.step_functions, timeline);
+    Mode default_mode = Mode::train;
+    if (auto m = parse_step_mode(options_.step_fn_mode)) default_mode = *m;
+    auto inferred =
+        timeline::infer_steps(output_dir, options_.step_functions, timeline, default_mode, env_.has_value());
     if (!inferred.ok()) {
       notes.push_back("--step-fn: " + inferred.error().message);
       spdlog::warn("--step-fn: {}", inferred.error().message);

@@ -2,7 +2,10 @@
 
 #include <time.h>
 
+#include <algorithm>
+#include <cctype>
 #include <memory>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -71,6 +74,20 @@ Status check_plan(const RecordPlan& plan) {
                       "--python-profiler cprofile runs cProfile through sprof's bootstrap, which --no-inject turns off");
   }
   if (plan.system_interval_ms) SPROF_TRY_STATUS(sysmon::validate_interval(*plan.system_interval_ms));
+  for (const std::string& name : plan.steps.step_functions) {
+    // NAME, Class.method, module:function or module:Class.method: dotted identifiers, one colon.
+    size_t colon = name.find(':');
+    std::string_view module = colon == std::string::npos ? std::string_view() : std::string_view(name).substr(0, colon);
+    std::string_view function = colon == std::string::npos ? std::string_view(name) : std::string_view(name).substr(colon + 1);
+    auto dotted = [](std::string_view s) {
+      if (s.empty() || s.front() == '.' || s.back() == '.' || s.find("..") != std::string_view::npos) return false;
+      return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c >= 0x80; });
+    };
+    if (!dotted(function) || (colon != std::string::npos && !dotted(module))) {
+      return make_error(ErrorKind::usage,
+                        "--step-fn {}: expected NAME, Class.method, module:function or module:Class.method", name);
+    }
+  }
   return {};
 }
 

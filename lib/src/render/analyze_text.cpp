@@ -341,6 +341,8 @@ std::string analyze_text(const report::AnalyzeReport& r, const TextStyle& style)
   const bool color = style.color;
   const size_t width = style.width;
   std::string out = fmt::format("sprof analyze {}\n", r.dir.string());
+  // No steps: said first, with the way to get them (the note's first part).
+  if (r.step_stats.empty() && !r.steps_note.empty()) out += r.steps_note.substr(0, r.steps_note.find("; ")) + "\n";
   render_job(out, r, color, width);
   render_phases(out, r, color, width);
   render_steps(out, r, color, width);

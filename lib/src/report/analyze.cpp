@@ -190,9 +190,9 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
   report.step_skew = step_skew(steps, store::process_ranks(dir));
   if (steps.empty()) {
-    report.steps_note = contents.framework
-                            ? "no Step:ModeKeys.* events in framework/pevents"
-                            : "no framework timeline (framework/pevents): steps unknown";
+    report.steps_note = std::string(timeline::kNoStepsHint) +
+                        (contents.framework ? "; no Step:ModeKeys.* events in framework/pevents"
+                                            : "; no framework timeline in framework/pevents");
     report.phases_note = "no steps: initialization and finalization cannot be told apart from the training loop";
   }
 

@@ -75,6 +75,7 @@ struct Run {
 struct ThreadRuns {
   std::vector<Run> runs;
   uint64_t inside = 0;
+  uint64_t samples = 0;
   bool in_run = false;
   Run run;
   int64_t previous = 0;
@@ -113,6 +114,7 @@ std::vector<ThreadRuns> runs_of(const store::SampleLog& log, const std::vector<s
   log.for_each_sample([&](const store::SampleRecord& s) {
     if (s.thread >= threads.size()) return;
     ThreadRuns& t = threads[s.thread];
+    ++t.samples;
     if (matches(s.stack)) {
       ++t.inside;
       if (!t.in_run) {
@@ -150,21 +152,48 @@ int step_thread_of(const store::SampleLog& log, int32_t pid, const std::vector<T
   return best;
 }
 
-Mode mode_at(const ProcessTimeline* known, int64_t t_ns) {
-  Mode mode = Mode::train;
+Mode mode_at(const ProcessTimeline* known, int64_t t_ns, Mode default_mode) {
+  Mode mode = default_mode;
   if (known == nullptr) return mode;
   for (const auto& change : known->mode_changes) {
     if (change.t_ns <= t_ns) mode = change.mode;
   }
-  return mode == Mode::global ? Mode::train : mode;
+  return mode == Mode::global ? default_mode : mode;
+}
+
+// Back-to-back calls with no sample between them merge into one step: likely when a process has
+// few steps that hold most of its step thread's samples, or a step far longer than the median.
+std::string merge_warning(int32_t pid, const ThreadRuns& t, const std::string& names) {
+  const auto& runs = t.runs;
+  if (runs.empty()) return {};
+  std::vector<int64_t> durations;
+  for (const Run& r : runs) durations.push_back(r.end_ns - r.begin_ns);
+  std::vector<int64_t> sorted = durations;
+  std::sort(sorted.begin(), sorted.end());
+  int64_t median = sorted[sorted.size() / 2];
+  int64_t longest = sorted.back();
+  bool few = runs.size() < 3 && t.samples > 0 && t.inside * 2 > t.samples;
+  bool long_one = runs.size() >= 3 && median > 0 && longest > 3 * median;
+  if (!few && !long_one) return {};
+  return fmt::format("pid {}: calls of {} may have merged: {} step{}, the longest {:.1f} ms (median {:.1f} ms) with no "
+                     "sample outside it; launched by sprof record (without --no-inject) every call is one step",
+                     pid, names, runs.size(), runs.size() == 1 ? "" : "s", longest / 1e6, median / 1e6);
 }
 
 }  // namespace
 
-Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector<std::string>& step_functions,
-                                  const StepTimeline& known) {
+Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector<std::string>& names,
+                                  const StepTimeline& known, Mode default_mode, bool bootstrap_counts) {
   InferredSteps out;
-  if (step_functions.empty()) return out;
+  if (names.empty()) return out;
+  // "module:Class.method" is matched by its qualified name: samples do not carry the module.
+  std::vector<std::string> step_functions;
+  std::string joined;
+  for (const auto& name : names) {
+    size_t colon = name.find(':');
+    step_functions.push_back(colon == std::string::npos ? name : name.substr(colon + 1));
+    joined += (joined.empty() ? "" : ", ") + name;
+  }
   SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(profile_dir));
   bool seen_any = false;
   for (const auto& process : profile.processes) {
@@ -173,9 +202,14 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
     if (pid == 0 || log.processes().empty()) continue;
     const ProcessTimeline* k = known.find(pid);
     if (k != nullptr && !k->steps.empty()) {
-      out.notes.push_back(fmt::format("pid {}: left to the {} steps its bootstrap reported", pid, k->steps.size()));
+      if (!bootstrap_counts) {
+        out.notes.push_back(fmt::format("pid {}: left to the {} steps its bootstrap reported", pid, k->steps.size()));
+      }
+      seen_any = true;
       continue;
     }
+    // A process whose bootstrap wrapped the functions counted every call: none means none ran.
+    if (k != nullptr && bootstrap_counts) continue;
     std::vector<ThreadRuns> threads = runs_of(log, step_functions);
     int thread = step_thread_of(log, pid, threads);
     if (thread < 0) continue;
@@ -197,7 +231,7 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
     std::map<Mode, int64_t> mode_steps;
     int64_t global = 0;
     for (const Run& r : runs) {
-      Mode mode = mode_at(k, r.begin_ns);
+      Mode mode = mode_at(k, r.begin_ns, default_mode);
       int64_t step = mode_steps[mode]++;
       // A trailing field (ignored by readers, docs/markers.md) bounds each boundary: the step began
       // after the sample before it, and ended after its last sample.
@@ -208,11 +242,14 @@ Result<InferredSteps> infer_steps(const fs::path& profile_dir, const std::vector
       ++global;
     }
     out.steps_per_pid[pid] = static_cast<int64_t>(runs.size());
+    if (std::string warning = merge_warning(pid, threads[thread], joined); !warning.empty()) {
+      out.notes.push_back(std::move(warning));
+    }
   }
   if (!seen_any) {
-    std::string names;
-    for (const auto& q : step_functions) names += (names.empty() ? "" : ", ") + q;
-    out.notes.push_back(fmt::format("no sample of any thread was inside {}: no steps inferred", names));
+    out.notes.push_back(bootstrap_counts
+                            ? fmt::format("no process called {}: no steps", joined)
+                            : fmt::format("no sample of any thread was inside {}: no steps inferred", joined));
   }
   return out;
 }

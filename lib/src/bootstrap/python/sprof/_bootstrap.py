@@ -7,6 +7,8 @@ Environment (set by `sprof record`, see docs/markers.md):
   SPROF_MARKER_PATH   /proc/<recorder pid>/fd/<n>: the same pipe, for processes that did not
                       inherit the fd (subprocess.Popen closes fds by default, spawn workers)
   SPROF_TORCH         "0" turns automatic PyTorch detection off
+  SPROF_STEP_FN, SPROF_STEP_FN_MODE
+                      --step-fn's names and --step-fn-mode (_step_fn.py)
   SPROF_PYTHON_PROFILER, SPROF_PROFILE_DIR, SPROF_NODE_HOST, SPROF_CPROFILE_TIMER, SPROF_WINDOW
                       deterministic mode (_cprofile.py)
 """
@@ -47,6 +49,14 @@ def activate():
         except Exception as e:
             ch.warn_once("torch", "PyTorch instrumentation disabled: %s: %s"
                          % (type(e).__name__, e))
+    if env.get("SPROF_STEP_FN"):
+        try:
+            from . import _step_fn
+            problem = _step_fn.activate(env)
+            if problem is not None:
+                ch.warn_once("step-fn", problem)
+        except Exception as e:
+            ch.warn_once("step-fn", "--step-fn disabled in the target: %s: %s" % (type(e).__name__, e))
     if env.get("SPROF_PYTHON_PROFILER", "") == "cprofile":
         # Last: pre-step-zero profiling starts here.
         try:
@@ -129,6 +139,8 @@ def _after_fork_in_child():
     try:
         ch.after_fork_in_child()
         _impl.reset_steps()
+        if __package__ + "._step_fn" in sys.modules:
+            _impl.explicit = True  # --step-fn's functions define the steps here too
         torch_hooks = sys.modules.get(__package__ + "._torch")
         if torch_hooks is not None:
             torch_hooks.after_fork_in_child()

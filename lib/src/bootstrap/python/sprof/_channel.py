@@ -17,6 +17,7 @@ MAX_FIELD = 200          # characters kept of a user-supplied name (at most 800 
 MAX_TEXT = 500           # characters kept of a message or path (at most 2000 bytes escaped)
 MAX_WRITE = 4096         # PIPE_BUF: writes up to this size are atomic
 MAX_PENDING = 2048       # deferred markers are flushed before they grow past this
+BATCH_NS = 1000000       # send_soon(): markers closer than this share a write
 FULL_PIPE_WAIT_S = 0.05  # how long a write waits once for a full pipe before markers are dropped
 
 mono = time.monotonic_ns
@@ -28,6 +29,7 @@ pid = os.getpid()
 _guard_fd = -1   # a read end we hold so that a writer never sees EPIPE/SIGPIPE (see open_channel)
 _dropped = 0     # markers lost to a full pipe, reported with the next marker that gets through
 _pending = b""   # deferred markers, written together with the next sent one
+_last_soon = 0   # when send_soon() last wrote
 _congested = False
 _reported = set()
 on_failure = None  # called once when the channel closes for good (the bootstrap stands down)
@@ -86,6 +88,18 @@ def defer(data):
     _pending += data
     if len(_pending) > MAX_PENDING:
         send(b"")
+
+
+def send_soon(data, t):
+    """send(), except that a marker at t less than BATCH_NS after the last one sent this way is
+    deferred: back-to-back steps (--step-fn) then share a write, while a step that follows a
+    pause still reaches the recorder at once."""
+    global _last_soon
+    if t - _last_soon < BATCH_NS:
+        defer(data)
+    else:
+        _last_soon = t
+        send(data)
 
 
 def send(data):

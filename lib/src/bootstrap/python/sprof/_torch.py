@@ -448,6 +448,9 @@ def _wrap_worker_loop(original, worker_id_index):
             worker_id = -1
         if _impl.active:
             _worker_event(b"wstart", worker_id)
+        step_fn = sys.modules.get(__package__ + "._step_fn")
+        if step_fn is not None:
+            step_fn.stop_search()  # a worker runs no training steps
         try:
             return original(*args, **kwargs)
         finally:
