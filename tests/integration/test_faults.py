@@ -337,7 +337,11 @@ class StepHeavyTest(TempDirTestCase):
             self.skipTest("the stats directories were written before the signal came")
         self.assertEqual(proc.returncode, 128 + signal.SIGINT, stderr)
         self.assertIn("stats-dirs", " ".join(m["errors"]))
-        listed = run_sprof("list-stats", out, check=0)
+        # Whether any directory was written before the signal depends on the machine's load: with
+        # some, list-stats answers from them (exit 0), with none it fails (exit 2); both say how
+        # to finish the profile.
+        listed = run_sprof("list-stats", out)
+        self.assertIn(listed.returncode, (0, 2), listed.stderr)
         self.assertIn("stats-dirs", listed.stderr)
         run_sprof("stats-dirs", out, check=0)
         self.assertTrue(manifest(out)["interval_stats"]["finished"])
