@@ -74,12 +74,6 @@ def stop_search():
             sys.settrace(None)
 
 
-def unwrapped_names():
-    """The names no call has reached yet (reported at exit)."""
-    names = ["%s:%s" % (m, ".".join(p)) for m, paths in _by_module.items() for p in paths]
-    return names + sorted(_bare)
-
-
 # ---- the wrapper ----------------------------------------------------------------------------
 
 def _mode_of(args, kwargs):
