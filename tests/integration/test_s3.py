@@ -359,9 +359,14 @@ class S3Test(TempDirTestCase):
         self.assertEqual(self.sprof("export", "-f", "collapsed", url, cache=os.path.join(self.tmp, "c")).stdout, local)
 
     def test_record_uploads_while_the_job_runs(self):
+        # The job trains until the test has read its profile from S3 (or 2000 steps): the test
+        # waits on that event, not on the job lasting long enough (under load it did not).
         script = os.path.join(self.tmp, "long.py")
+        seen = os.path.join(self.tmp, "seen")
         with open(script, "w") as f:
-            f.write(TRAINING % {"steps": 80, "work": 1500000})
+            f.write(TRAINING.replace("for i in range(%(steps)d):",
+                                     "import os\nfor i in range(%(steps)d):\n    if i >= 20 and os.path.exists(%(seen)r): break")
+                    % {"steps": 2000, "work": 300000, "seen": seen})
         url = "s3://%s/runs/live" % BUCKET
         proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "record", "-o", url,
                                  "--upload-interval", "1", "--", sys.executable, script], cwd=self.tmp,
@@ -370,9 +375,11 @@ class S3Test(TempDirTestCase):
         seen_parts = False
         deadline = time.time() + 60
         while proc.poll() is None and time.time() < deadline and not seen_parts:
-            listing = self.sprof("-v", "nodes", url, check=None, cache=os.path.join(self.tmp, "probe"))
-            seen_parts = listing.returncode == 0 and proc.poll() is None
+            # The samples uploaded so far, read back while the job is still training.
+            listing = self.sprof("export", url, "-f", "collapsed", check=None, cache=os.path.join(self.tmp, "probe"))
+            seen_parts = listing.returncode == 0 and "work" in listing.stdout and proc.poll() is None
             time.sleep(0.5)
+        open(seen, "w").close()  # the job may finish now
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
         self.assertTrue(seen_parts, "nothing could be read from S3 while the job ran")
