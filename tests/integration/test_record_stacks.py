@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import textwrap
 import time
 import unittest
 
@@ -130,6 +131,36 @@ class SubprocessesTest(TempDirTestCase):
         self.assertNotIn("warn", proc.stderr.split("Top functions")[0])
         # Collapsed stacks of several processes start with the process.
         self.assertTrue(all(s.startswith("process ") for s in collapsed(out)))
+
+    def test_a_fork_that_execs_another_program(self):
+        # A fork found before it exec'd a non-Python program (subprocess's child on a loaded
+        # machine) is left out; one that worked in Python longer than a second first is kept.
+        script = os.path.join(self.tmp, "forks.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                import json, os, sys, time
+                def work(seconds):
+                    end = time.perf_counter() + seconds
+                    while time.perf_counter() < end:
+                        pass
+                pids = {}
+                for name, seconds in (("brief", 0.3), ("long", 1.6)):
+                    pid = os.fork()
+                    if pid == 0:
+                        work(seconds)
+                        os.execv("/bin/sleep", ["sleep", "0.5"])
+                    pids[name] = pid
+                for pid in pids.values():
+                    os.waitpid(pid, 0)
+                print(json.dumps(pids))
+                """))
+        out = os.path.join(self.tmp, "p")
+        proc = run_sprof("record", "--subprocesses", "-o", out, "--", PY, script, check=0)
+        pids = json.loads(proc.stdout.strip().splitlines()[-1])
+        listed = [p["pid"] for p in manifest(out)["processes"]]
+        self.assertNotIn(pids["brief"], listed)
+        self.assertIn(pids["long"], listed)
+        self.assertFalse(any(str(pids["brief"]) in s.split(";")[0] for s in collapsed(out)))
 
     def test_rank_processes(self):
         # Ranks started the way torchrun starts them: separate interpreters with $RANK set.

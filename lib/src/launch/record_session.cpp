@@ -31,6 +31,10 @@ namespace {
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kHousekeepingNs = 20 * kMs;
 constexpr int64_t kDiscoveryNs = 100 * kMs;
+// A subprocess child execs microseconds to milliseconds after its fork; a second covers a loaded
+// machine's scheduling delays many times over, while a forked Python child that works longer
+// than that before exec'ing keeps its samples.
+constexpr int64_t kForkExecWindowNs = 1000 * kMs;
 constexpr int64_t kProgressNs = 250 * kMs;
 constexpr int64_t kFlushNs = 1000 * kMs;
 // Attach retries: quick while an interpreter may be starting (after the process appeared or
@@ -255,6 +259,7 @@ void RecordSession::on_sample_error(Tracked& t, const Error& error, int64_t now_
   // Alive but unreadable: most likely it exec'd another program. Re-attach from scratch.
   spdlog::debug("pid {}: sampling failed ({}); re-attaching", t.pid, error.message);
   stop_sampling(t, now_ns);
+  t.left_python = true;
   t.last_error = error;
   if (++t.failures > kMaxFailures) {
     t.gave_up = true;
@@ -319,6 +324,8 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
   t.info.error.clear();
   t.exe = t.info.executable;
   t.image = image_identity(t.pid);
+  if (!t.ever_attached) t.fork_copy = !t.root && t.image == image_identity(t.info.ppid);
+  t.left_python = false;
   t.last_error.reset();
   t.sampler->attach(std::move(py), {t.pid, t.info.ppid, t.info.python_version, t.info.executable, now_ns});
   t.sampling = true;
@@ -361,6 +368,7 @@ void RecordSession::check_exec(int64_t now_ns) {
     if (image.empty() || image == t->image) continue;
     spdlog::debug("pid {} exec'd ({}); re-attaching", t->pid, exe_of(t->pid));
     stop_sampling(*t, now_ns);
+    t->left_python = true;
     t->attempts = 0;
     t->window_start_ns = now_ns;
     t->next_attempt_ns = now_ns;
@@ -520,6 +528,21 @@ Result<RecordResult> RecordSession::finish() {
   pyframes::ReadStats reads;
   for (auto& t : tracked_) {
     stop_sampling(*t, end);
+    if (t->sampler && t->fork_copy && t->left_python && t->info.detach_ns - t->info.attach_ns < kForkExecWindowNs) {
+      // Found between fork and exec (subprocess's child, slow to exec on a loaded machine): what
+      // it showed was its parent's copied (or, after vfork, shared) stack, and then it became a
+      // program sprof does not sample. Not a Python process of the job: left out with its log.
+      spdlog::debug("pid {}: a fork that exec'd {} within {:.0f} ms; left out", t->pid, exe_of(t->pid),
+                    double(t->info.detach_ns - t->info.attach_ns) / 1e6);
+      (void)t->sampler->log().close();  // removed next: a failed close loses nothing
+      std::error_code ec;
+      fs::path log = dir_ / t->info.sample_log;
+      fs::remove(log, ec);
+      fs::remove(log.parent_path(), ec);  // only when empty
+      t->sampler.reset();
+      t->ever_attached = false;
+      continue;
+    }
     if (t->sampler) {
       Status status = t->sampler->log().close();
       if (!status.ok()) write_failed(status.error().message);

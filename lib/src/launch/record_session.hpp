@@ -43,6 +43,8 @@ class RecordSession {
     int64_t next_attempt_ns = 0;
     std::string exe;
     std::string image;  // image_identity() when attached: a change means it exec'd
+    bool fork_copy = false;    // first attached as a fork of its parent (the same image), not exec'd yet
+    bool left_python = false;  // exec'd (or became unreadable) and not re-attached since
     std::optional<Error> last_error;
     std::unique_ptr<sampler::ProcessSampler> sampler;
     store::ManifestProcess info;
