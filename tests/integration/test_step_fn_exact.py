@@ -150,6 +150,35 @@ class ExactStepFnTest(TempDirTestCase):
                 _, out, calls = self.record(python, "function", "Trainer.train_step", 5)
                 self.assertEqual(manifest(out)["steps"]["steps"], {}, label)
 
+    def test_the_search_leaves_no_trace_function_behind(self):
+        # Before 3.12 a bare name is found with a trace function; once found, no thread keeps it
+        # (one started during the search included), so calls cost nothing more after that.
+        script = self.write("threads.py", textwrap.dedent("""\
+            import json, sys, threading, time
+            done, seen = threading.Event(), []
+            def helper():
+                while not done.is_set():
+                    time.sleep(0.001)
+                seen.append(sys.gettrace() is None)
+            def train_step(i):
+                return sum(range(1000))
+            t = threading.Thread(target=helper)
+            t.start()
+            time.sleep(0.05)
+            for i in range(20):
+                train_step(i)
+            time.sleep(0.05)
+            done.set()
+            t.join()
+            print(json.dumps({"main": sys.gettrace() is None, "helper": seen[0]}))
+            """))
+        for label, python in sorted(pythons((3, 8), (3, 13)).items()):
+            with self.subTest(python=label):
+                out = os.path.join(self.tmp, "threads-" + label)
+                proc = run_sprof("record", "--step-fn", "train_step", "-o", out, "--", python, script, check=0)
+                self.assertEqual(json.loads(proc.stdout.strip().splitlines()[-1]), {"main": True, "helper": True})
+                self.assertEqual(manifest(out)["steps"]["steps"], {"train": 20})
+
     def test_mode_from_the_model_and_from_the_flag(self):
         script = self.write("modes.py", TORCH_MODES)
         out = os.path.join(self.tmp, "torch")

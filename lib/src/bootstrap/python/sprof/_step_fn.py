@@ -375,6 +375,7 @@ class _TraceSearch(object):
     def __init__(self):
         self.names = set()
         self.active = False
+        self.found_in = None  # the thread whose found call still needs its "return" event
 
     def start(self):
         if sys.gettrace() is not None:
@@ -387,6 +388,9 @@ class _TraceSearch(object):
         threading.settrace(self.on_call)
 
     def on_call(self, frame, event, arg):
+        if not _bare and _get_ident() != self.found_in:
+            sys.settrace(None)  # a thread started during the search: it looks no more
+            return None
         if event != "call" or frame.f_code.co_name not in self.names:
             return None
         try:
@@ -397,6 +401,7 @@ class _TraceSearch(object):
             if not _bare:
                 self.stop()
             if opened:
+                self.found_in = _get_ident()
                 return self.on_found_event
             if not _bare:
                 sys.settrace(None)
@@ -409,6 +414,7 @@ class _TraceSearch(object):
     def on_found_event(self, frame, event, arg):
         if event == "return":  # also when the call raised
             _end()
+            self.found_in = None
             if not _bare:
                 sys.settrace(None)
             return None
