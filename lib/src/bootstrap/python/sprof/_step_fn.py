@@ -29,10 +29,10 @@ default_mode = _impl.TRAIN
 _by_module = {}      # module name -> [attribute path (tuple), ...] still to wrap
 _bare = {}           # bare spec ("train_step", "Trainer.train_step") -> last component
 _wrapped = set()     # ids of the functions wrapped, so none is wrapped twice
-_owner = None        # thread ident of the running step call
+_in_step = False     # a step call is running (a nested or concurrent call belongs to it)
 _search = None       # the bare-name search in use: _MonitoringSearch or _TraceSearch
 _locator = None      # where the torch module sits in a step's arguments (see _mode_of)
-_get_ident = threading.get_ident
+_get_ident = threading.get_ident  # _TraceSearch: the thread whose found call is pending
 
 
 def activate(env):
@@ -70,7 +70,7 @@ def stop_search():
     _bare.clear()
     if _search is not None:
         _search.stop()
-        if isinstance(_search, _TraceSearch) and _owner is None:
+        if isinstance(_search, _TraceSearch) and not _in_step:
             sys.settrace(None)
 
 
@@ -109,12 +109,11 @@ def _mode_of(args, kwargs):
 
 def _begin(args, kwargs):
     """Open a step for this call; False when the call belongs to a step already running."""
-    global _owner
-    if _owner is not None or not _impl.active:
+    global _in_step
+    if _in_step or not _impl.active:
         return False
-    _owner = _get_ident()
+    _in_step = True
     try:
-        _impl.explicit = True
         _impl.begin_step(_mode_of(args, kwargs), soon=True)
     except Exception as e:
         ch.warn_once("step-fn", "--step-fn: step markers failed: %s: %s" % (type(e).__name__, e))
@@ -122,8 +121,8 @@ def _begin(args, kwargs):
 
 
 def _end():
-    global _owner
-    _owner = None
+    global _in_step
+    _in_step = False
     try:
         _impl.end_step(deferred=True)
     except Exception:
