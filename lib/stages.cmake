@@ -42,7 +42,7 @@ sprof_stage(record DEPS bootstrap gpu intervals launch store sysmon timeline win
 sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)
 sprof_stage(rules DEPS store
-  HEADERS custom_rules rules)
+  HEADERS custom_rules iterations rules)
 sprof_stage(watch DEPS launch rules store timeline
   HEADERS rule_watch)
 sprof_stage(report DEPS query rules store timeline

@@ -111,7 +111,7 @@ class AnalyzeSmdebugDirectories(TempDirTestCase):
             self.assertIsNotNone(report["phases"]["note"])
         names = [r["rule"] for r in report["rules"]]
         self.assertEqual(names[0], "ProfilerReport")
-        self.assertEqual(len(names), 12)
+        self.assertEqual(len(names), 13)
 
 
 class AnalyzeSyntheticSteps(TempDirTestCase):

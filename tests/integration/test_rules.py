@@ -425,12 +425,16 @@ class Dataloader(RuleTestCase):
 class OverallFrameworkMetrics(RuleTestCase):
     def test_phases_and_time_between_steps(self):
         # Steps [0, 1 s] and [2 s, 3 s]: loop span 3 s, steps 2 s, between steps 1 s: TRAIN 66.7 %,
-        # others 33.3 %. A 0.25 s Forward event is "general". Never fires.
+        # others 33.3 %. A 0.25 s Forward event is "general". 20 % of the loop between steps or more:
+        # sprof's fires (smdebug's never does).
         profile = self.profile("p")
         events = fx.steps([1.0, 1.0], gap_us=1000000) + [fx.event("Forward", "model", fx.T0_US + 100, 250000)]
         fx.write_trace(profile, events)
         r = rules_json(profile, "--rule", "OverallFrameworkMetrics")["OverallFrameworkMetrics"]
-        self.assert_counts(r, "NoIssuesFound", 0)
+        self.assert_counts(r, "IssuesFound", 1)
+        self.assertIn("33.3% between steps", r["evidence"])
+        compat = rules_json(profile, "--rule", "OverallFrameworkMetrics", "--compat", "smdebug")["OverallFrameworkMetrics"]
+        self.assert_counts(compat, "NoIssuesFound", 0)
         self.assertAlmostEqual(r["Details"]["phase"]["Step:ModeKeys.TRAIN"], 200 / 3)
         self.assertAlmostEqual(r["Details"]["phase"]["others"], 100 / 3)
         self.assertEqual(r["Details"]["general"], {"Forward": 100.0})
@@ -441,13 +445,68 @@ class OverallFrameworkMetrics(RuleTestCase):
         self.assertIn("BatchSize, CPUBottleneck, Dataloader", proc.stderr)
 
 
+class InputBound(RuleTestCase):
+    def test_fires_above_the_threshold(self):
+        # 12 steps of 0.1 s, 0.05 s apart: 11 measured iterations (the first has no step or
+        # DataLoader event before it), each 0.05 s of wait in 0.15 s: 33.3 % > 20 %.
+        profile = self.profile("p")
+        fx.write_trace(profile, fx.steps([0.1] * 12, gap_us=50000))
+        r = rules_json(profile, "--rule", "InputBound")["InputBound"]
+        self.assert_counts(r, "IssuesFound", 1, 1, 11)
+        self.assertAlmostEqual(r["Details"]["input_wait_percent"], 100 / 3)
+        self.assertEqual(r["Details"]["dataloader_percent"], 0)
+        self.assertEqual(r["Details"]["verdict"], "highly input-bound")
+        # A higher threshold, or fewer iterations than needed: no issue.
+        r = rules_json(profile, "--rule", "InputBound", "--param", "InputBound_threshold=40")["InputBound"]
+        self.assert_counts(r, "NoIssuesFound", 0, 0, 11)
+        r = rules_json(profile, "--rule", "InputBound", "--param", "InputBound_min_iterations=12")["InputBound"]
+        self.assert_counts(r, "NoIssuesFound", 0, 0, 11)
+
+    def test_the_dataloader_part_and_the_first_fetch(self):
+        # Iterator created 0.2 s before the first step; each 0.05 s gap a DataLoader fetch of 0.04 s.
+        # 12 measured iterations: waits 0.2 + 11 x 0.05 = 0.75 s, steps 1.2 s: 38.5 % waiting,
+        # fetches 0.2 (creation) + 11 x 0.04 = 0.64 s: 32.8 %.
+        profile = self.profile("p")
+        t0 = fx.T0_US + 1000000
+        events = fx.steps([0.1] * 12, start_us=t0, gap_us=50000)
+        events.append(fx.event("DataLoaderIterInitialize", "_SingleProcessDataLoaderIter.__init__", t0 - 200000,
+                               200000, pid=100, num_workers=0, pin_memory=False))
+        for i in range(1, 12):
+            start = t0 + i * 150000 - 50000
+            events.append(fx.event("DataLoaderIter", "_SingleProcessDataLoaderIter::GetNext", start, 40000, pid=100))
+        fx.write_trace(profile, events)
+        r = rules_json(profile, "--rule", "InputBound")["InputBound"]
+        self.assert_counts(r, "IssuesFound", 1, 1, 12)
+        self.assertAlmostEqual(r["Details"]["input_wait_percent"], 100 * 0.75 / 1.95)
+        self.assertAlmostEqual(r["Details"]["dataloader_percent"], 100 * 0.64 / 1.95)
+
+    def test_back_to_back_steps_do_not_fire(self):
+        profile = self.profile("p")
+        fx.write_trace(profile, fx.steps([0.1] * 20))
+        r = rules_json(profile, "--rule", "InputBound")["InputBound"]
+        self.assert_counts(r, "NoIssuesFound", 0, 0, 19)
+        self.assertEqual(r["Details"]["input_wait_percent"], 0)
+        self.assertEqual(r["Details"]["verdict"], "not input-bound")
+
+    def test_no_data(self):
+        profile = self.profile("p")
+        fx.write_trace(profile, fx.steps([0.1]))
+        r = rules_json(profile, "--rule", "InputBound")["InputBound"]
+        self.assertEqual(r["status"], "NoData")
+        self.assertIn("no wait before any step", r["evidence"])
+
+
 class ProfilerReportAndCli(RuleTestCase):
     def test_report_fires_iff_a_sub_rule_fires(self):
         busy = self.profile("busy")
         bottleneck_profile(busy, "CPUUtilization")
         out = rules_json(busy, "--param", "CPUBottleneck_patience=10")
         self.assertEqual(list(out)[0], "ProfilerReport")
-        self.assertEqual(len(out), 12)
+        self.assertEqual(len(out), 13)  # ProfilerReport, smdebug's eleven, sprof's InputBound
+        compat = rules_json(busy, "--param", "CPUBottleneck_patience=10", "--compat", "smdebug")
+        self.assertEqual(len(compat), 12)  # smdebug's ProfilerReport: its eleven
+        self.assertNotIn("InputBound", compat)
+        self.assertIn("InputBound", rules_json(busy, "--rule", "InputBound", "--compat", "smdebug"))
         self.assertEqual(out["ProfilerReport"]["status"], "IssuesFound")
         self.assertEqual(out["ProfilerReport"]["Details"]["rules"]["CPUBottleneck"], "IssuesFound")
         out = rules_json(busy)
@@ -474,7 +533,7 @@ class ProfilerReportAndCli(RuleTestCase):
                                          "*.json"))
         names = sorted(os.path.basename(p)[:-5] for p in reports)
         self.assertEqual(names, sorted(["BatchSize", "CPUBottleneck", "Dataloader", "GPUMemoryIncrease", "IOBottleneck",
-                                        "LoadBalancing", "LowGPUUtilization", "MaxInitializationTime",
+                                        "InputBound", "LoadBalancing", "LowGPUUtilization", "MaxInitializationTime",
                                         "OverallFrameworkMetrics", "OverallSystemUsage", "StepOutlier"]))
         self.assertRegex(reports[0], r"ProfilerReport-\d{10}/")
         cpu = json.load(open([p for p in reports if p.endswith("/CPUBottleneck.json")][0]))
@@ -493,7 +552,7 @@ class ProfilerReportAndCli(RuleTestCase):
         self.assertEqual(row[1:4], ["IssuesFound", "2", "300"])
         self.assertIn("NoData", table)
         rows = list(csv.DictReader(io.StringIO(run_sprof("rules", busy, "-f", "csv", check=EXIT_OK).stdout)))
-        self.assertEqual(len(rows), 12)
+        self.assertEqual(len(rows), 13)
         by_rule = {r["rule"]: r for r in rows}
         self.assertEqual(by_rule["CPUBottleneck"]["datapoints"], "300")
         self.assertEqual(by_rule["LowGPUUtilization"]["status"], "NoIssuesFound")
@@ -577,7 +636,7 @@ class SmdebugFixtures(RuleTestCase):
     def test_every_fixture_runs(self):
         for name in ("test_traces", "merge_traces", "model_timeline_traces", "horovod_timeline_traces"):
             out = rules_json(os.path.join(SMDEBUG_FIXTURES, name))
-            self.assertEqual(len(out), 12, name)
+            self.assertEqual(len(out), 13, name)
             run_sprof("rules", os.path.join(SMDEBUG_FIXTURES, name), "--compat", "smdebug", check=EXIT_OK)
 
     def test_system_metrics_of_test_traces(self):

@@ -1,7 +1,7 @@
 """The rules on a real recorded run: examples/train_torch.py under `sprof record`, with a DataLoader
 that loads slowly in the training process itself (no workers) and three steps that sleep. With
-parameters scaled to a short run, the rules that should fire do (StepOutlier, Dataloader) and the
-others do not. What each rule should say is computed here from the recorded files and the rule's
+parameters scaled to a short run, the rules that should fire do (StepOutlier, Dataloader, InputBound,
+OverallFrameworkMetrics: the loop waits for its data) and the others do not. What each rule should say is computed here from the recorded files and the rule's
 definition (man/sprof.1, `sprof rules`; smdebug's smdebug/profiler/analysis/rules/<rule>.py in
 awslabs/sagemaker-debugger at commit 2222c547a94623e2e3288a196e598f066eaee48d), not taken from
 sprof."""
@@ -121,9 +121,47 @@ class RecordedTorchRules(TempDirTestCase):
         init_s = (min(e[2] for e in steps) - min(int(m["Timestamp"] * 1e6) for m in system)) / 1e6
         max_init = init_s > 60
 
-        expected = {"StepOutlier": step_outlier, "Dataloader": dataloader, "MaxInitializationTime": max_init}
-        # The faults are there: three slow steps, one process loading all data on a multi-core machine.
+        # Iterations (sprof's definition, man/sprof.1): per process, a step's input wait runs from the
+        # previous step's end to its start; the first step's from the first DataLoader event before it.
+        def union(ranges):
+            out = []
+            for a, b in sorted(ranges):
+                if out and a <= out[-1][1]:
+                    out[-1][1] = max(out[-1][1], b)
+                else:
+                    out.append([a, b])
+            return out
+
+        pids = {e[4].get("pid") for e in steps}
+        self.assertEqual(len(pids), 1, "one training process")
+        fetches = union([(e[2], e[3]) for e in events
+                         if e[0] in ("DataLoaderIter", "DataLoaderIterInitialize", "DataIterator")
+                         and e[4].get("pid") in pids])
+        ordered = sorted(steps, key=lambda e: e[2])
+        waits, in_loader, step_s = 0, 0, 0
+        previous_end = fetches[0][0] if fetches and fetches[0][0] < ordered[0][2] else None
+        iterations = 0
+        for e in ordered:
+            if previous_end is not None:
+                iterations += 1
+                waits += max(0, e[2] - previous_end)
+                step_s += e[3] - e[2]
+                in_loader += sum(max(0, min(b, e[2]) - max(a, previous_end)) for a, b in fetches)
+            previous_end = max(previous_end or e[3], e[3])
+        input_bound = iterations >= 10 and waits / (waits + step_s) > 0.20
+        if in_loader / (waits + step_s) > 0.20:
+            dataloader = True  # sprof's clause: the loop waits for its batches in the DataLoader
+        # OverallFrameworkMetrics (sprof): time between steps in the loop span, at least 20 %.
+        span = max(e[3] for e in steps) - min(e[2] for e in steps)
+        between = span - sum(b - a for a, b in union([(e[2], e[3]) for e in steps]))
+        framework = between / span >= 0.20
+
+        expected = {"StepOutlier": step_outlier, "Dataloader": dataloader, "MaxInitializationTime": max_init,
+                    "InputBound": input_bound, "OverallFrameworkMetrics": framework}
+        # The faults are there: three slow steps, one process loading all data on a multi-core machine,
+        # and the loop waiting for it.
         self.assertTrue(step_outlier)
+        self.assertTrue(input_bound, "the slow loader holds the loop back: %.1f%% waiting" % (100 * waits / (waits + step_s)))
         if cores >= 2:
             self.assertTrue(dataloader, "a DataLoader without workers on %d cores" % cores)
 

@@ -198,6 +198,41 @@ TEST_CASE("sample log time-range iteration matches a filter over everything", "[
   }
 }
 
+TEST_CASE("sample log overlap iteration weighs each sample by the part of its time inside the window", "[sample_log]") {
+  TempDir dir;
+  fs::path file = dir.path / "samples.log";
+  std::vector<size_t> chunk_ends;
+  auto expected = write_random_log(file, 300, chunk_ends, 11);
+  auto log = SampleLog::open(file);
+  REQUIRE(log.ok());
+  std::mt19937 rng(5);
+  int64_t lo = expected.front().time_ns - 10, hi = expected.back().time_ns + 10;
+  for (int round = 0; round < 50; ++round) {
+    int64_t a = std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+    int64_t b = std::uniform_int_distribution<int64_t>(a, std::min(hi, a + 50'000'000))(rng);
+    // The oracle: every sample's interval (time - weight, time] clipped to [a, b).
+    int64_t want = 0;
+    size_t want_count = 0;
+    for (const auto& e : expected) {
+      int64_t overlap = std::min(e.time_ns, b) - std::max(e.time_ns - e.weight_ns, a);
+      if (overlap > 0) {
+        want += overlap;
+        ++want_count;
+      }
+    }
+    int64_t got = 0;
+    size_t got_count = 0;
+    log->for_each_overlap(a, b, [&](const SampleRecord& r, int64_t overlap) {
+      CHECK(overlap <= r.weight_ns);
+      CHECK(overlap <= b - a);
+      got += overlap;
+      if (overlap > 0) ++got_count;
+    });
+    CHECK(got == want);
+    CHECK(got_count == want_count);
+  }
+}
+
 TEST_CASE("sample log cut at every byte of its last chunk keeps everything before the cut", "[sample_log]") {
   TempDir dir;
   fs::path file = dir.path / "samples.log";

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sprof/iterations.hpp"
 #include "sprof/result.hpp"
 #include "sprof/rules.hpp"
 #include "sprof/sample_report.hpp"
@@ -71,6 +72,8 @@ struct StepRecord {
   bool outlier = false;
   std::vector<FunctionTime> top;  // slowest steps only: that process's samples in the step, idle included
   double sampled_s = 0;           // their summed weight
+  std::optional<double> wait_s;   // the input wait before the step (sprof/iterations.hpp), when measured
+  double dataloader_s = 0;        // of it, inside DataLoader fetches
   double seconds() const { return static_cast<double>(end_us - start_us) / 1e6; }
 };
 
@@ -150,6 +153,13 @@ struct AnalyzeReport {
   std::vector<StepRecord> slowest_steps;
   std::vector<StepRecord> steps;  // every step, in the order found (no functions); not in the text or JSON page
   std::string steps_note;
+
+  // Training-loop iterations per mode (input wait + step), the training loop's first; the headline
+  // says how much of the loop waited for input. Empty without a measured wait.
+  std::vector<rules::IterationStats> iterations;
+  std::string loop_headline;
+  std::vector<FunctionTime> wait_top;  // the step threads' samples while the loop waited, idle included
+  double wait_sampled_s = 0;           // their summed weight
 
   bool has_samples = false;
   bool include_idle = false;  // AnalyzeOptions::include_idle: idle samples in the top functions

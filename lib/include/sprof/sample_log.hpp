@@ -165,6 +165,15 @@ class SampleLog {
                        const std::function<void(const SampleRecord&)>& fn) const;
   void for_each_sample(const std::function<void(const SampleRecord&)>& fn) const;
 
+  // A sample stands for the time (time_ns - weight_ns, time_ns]. Calls fn(sample, overlap_ns) for
+  // every sample whose time overlaps [from_ns, to_ns), with the length of the overlap: the part of
+  // its weight that lies in the window, so that a window shorter than the sampling interval, or a
+  // sample whose sampler was starved, is counted for the time it covers there and no more. Samples
+  // taken up to kMaxSampleReachNs after the window are looked at.
+  static constexpr int64_t kMaxSampleReachNs = 1'000'000'000;
+  void for_each_overlap(int64_t from_ns, int64_t to_ns,
+                        const std::function<void(const SampleRecord&, int64_t overlap_ns)>& fn) const;
+
  private:
   struct Chunk {
     size_t samples_begin = 0;  // offsets into bytes_

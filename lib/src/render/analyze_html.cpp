@@ -44,6 +44,8 @@ ordered_json data_json(const report::AnalyzeReport& report, const report::Report
                      {"node", s.node},
                      {"start_s", static_cast<double>(s.start_us - report.job.start_us) / 1e6},
                      {"seconds", s.seconds()},
+                     {"wait_s", s.wait_s ? ordered_json(*s.wait_s) : ordered_json(nullptr)},
+                     {"dataloader_s", s.dataloader_s},
                      {"outlier", s.outlier}});
   }
   d["steps"] = std::move(steps);

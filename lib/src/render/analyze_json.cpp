@@ -55,6 +55,8 @@ Json step_json(const StepRecord& s, bool with_functions) {
   Json j = {{"node", s.node},      {"mode", s.mode},         {"step", s.step},
             {"pid", s.pid},        {"start_us", s.start_us}, {"end_us", s.end_us},
             {"seconds", s.seconds()}, {"outlier", s.outlier}};
+  j["input_wait_s"] = s.wait_s ? Json(*s.wait_s) : Json(nullptr);
+  j["dataloader_s"] = s.dataloader_s;
   if (with_functions) {
     j["sampled_s"] = s.sampled_s;
     j["top_functions"] = top_functions_json(s.top);
@@ -102,6 +104,30 @@ std::string analyze_json(const AnalyzeReport& r) {
                   {"modes", std::move(modes)},
                   {"slowest", std::move(slowest)},
                   {"note", note_or_null(r.steps_note)}};
+  Json iteration_modes = Json::array();
+  auto spread_json = [](const rules::Spread& x) {
+    return Json{{"mean_s", x.mean}, {"p50_s", x.p50}, {"p95_s", x.p95}, {"max_s", x.max}};
+  };
+  for (const auto& it : r.iterations) {
+    iteration_modes.push_back({{"mode", it.mode},
+                               {"iterations", it.iterations},
+                               {"processes", it.processes},
+                               {"iteration", spread_json(it.iteration)},
+                               {"step", spread_json(it.step)},
+                               {"input_wait", spread_json(it.wait)},
+                               {"iteration_s", it.iteration_s},
+                               {"step_s", it.step_s},
+                               {"input_wait_s", it.wait_s},
+                               {"dataloader_s", it.dataloader_s},
+                               {"input_wait_share", it.wait_share()},
+                               {"dataloader_share", it.dataloader_share()},
+                               {"step_share", it.step_share()},
+                               {"verdict", rules::input_bound_class(it.wait_share())}});
+  }
+  out["iterations"] = {{"headline", r.loop_headline.empty() ? Json(nullptr) : Json(r.loop_headline)},
+                       {"modes", std::move(iteration_modes)},
+                       {"wait_sampled_s", r.wait_sampled_s},
+                       {"wait_functions", top_functions_json(r.wait_top)}};
   if (r.step_skew) {
     const auto& k = *r.step_skew;
     Json ranks = Json::array();

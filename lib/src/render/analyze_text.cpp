@@ -179,6 +179,33 @@ void render_skew(std::string& out, const report::AnalyzeReport& r, bool color, s
                      k.straggler_node.empty() ? "" : fmt::format("; slowest node: {}", k.straggler_node));
 }
 
+// Iteration = input wait (previous step's end to this step's start) + step, per mode.
+void render_iterations(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
+  if (r.iterations.empty()) return;
+  heading(out, color, "ITERATIONS (input wait: from the previous step's end to the step's start)");
+  TextTable t({"MODE", "ITERATIONS", "ITERATION P50", "P95", "STEP P50", "P95", "INPUT WAIT P50", "P95", "WAITING",
+               "IN DATALOADER"});
+  for (const auto& it : r.iterations) {
+    t.add_row({{it.mode, ""},
+               {std::to_string(it.iterations), ""},
+               {seconds_text(it.iteration.p50), ""},
+               {seconds_text(it.iteration.p95), ""},
+               {seconds_text(it.step.p50), ""},
+               {seconds_text(it.step.p95), ""},
+               {seconds_text(it.wait.p50), ""},
+               {seconds_text(it.wait.p95), ""},
+               {fmt::format("{:.1f}%", 100.0 * it.wait_share()), it.wait_share() >= rules::kHighlyInputBoundShare ? "33" : ""},
+               {it.dataloader_s > 0 ? fmt::format("{:.1f}%", 100.0 * it.dataloader_share()) : "-", ""}});
+  }
+  out += indent(t.render(color, width > 2 ? width - 2 : 0));
+  if (r.wait_top.empty() || r.wait_sampled_s <= 0) return;
+  out += fmt::format("  while the {} loop waited for input, its step threads were in (wall time, {:.3f} s sampled):\n",
+                     r.iterations.front().mode, r.wait_sampled_s);
+  for (const auto& f : r.wait_top) {
+    out += fmt::format("      {:>5.1f}%  {:>8.3f} s  {}\n", 100.0 * f.self_s / r.wait_sampled_s, f.self_s, function_text(f));
+  }
+}
+
 void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
   heading(out, color, fmt::format("STEP TIMES (outliers: duration > mean + {}·std, as StepOutlier)", r.outlier_stddev));
   if (r.step_stats.empty()) {
@@ -204,6 +231,7 @@ void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, 
   }
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
 
+  render_iterations(out, r, color, width);
   render_skew(out, r, color, width);
 
   heading(out, color,
@@ -341,8 +369,10 @@ std::string analyze_text(const report::AnalyzeReport& r, const TextStyle& style)
   const bool color = style.color;
   const size_t width = style.width;
   std::string out = fmt::format("sprof analyze {}\n", r.dir.string());
-  // No steps: said first, with the way to get them (the note's first part).
+  // No steps: said first, with the way to get them (the note's first part); else how much of the
+  // training loop waited for input.
   if (r.step_stats.empty() && !r.steps_note.empty()) out += r.steps_note.substr(0, r.steps_note.find("; ")) + "\n";
+  if (!r.loop_headline.empty()) out += r.loop_headline + "\n";
   render_job(out, r, color, width);
   render_phases(out, r, color, width);
   render_steps(out, r, color, width);

@@ -50,6 +50,7 @@
     rows.push(["started", new Date(j.start_us / 1000).toISOString()]);
     rows.push(["processes", String((j.processes || []).length)]);
     rows.push(["Python", (j.python_versions || []).join(", ")]);
+    if (A.iterations.headline) rows.push(["training loop", A.iterations.headline.replace(/^training loop /, "")]);
     if (D.sampling.rate_hz) {
       rows.push(["sampling", D.sampling.rate_hz + " Hz asked, " + D.sampling.achieved_rate_hz.toFixed(0) + " Hz achieved, " +
                  D.sampling.thread_samples + " thread samples, " + (100 * D.sampling.invalid_share).toFixed(2) + " % invalid"]);
@@ -116,6 +117,61 @@
     };
   }
 
+  // Iterations of the training loop's mode, in order: one stacked bar each, the step at the bottom,
+  // then the input wait inside DataLoader fetches, then the rest of the wait. More iterations than
+  // pixels share a column (their mean). Drawn on a canvas: thousands of steps stay cheap.
+  function iterationBars(box, steps) {
+    var it = A.iterations;
+    if (!it.modes.length) return;
+    var loop = it.modes[0];
+    box.appendChild(el("h3", { text: "Iterations: input wait + step" }));
+    box.appendChild(el("p", { id: "loop-headline", class: "headline", text: it.headline }));
+    var rows = steps.filter(function (s) { return s.mode === loop.mode && s.wait_s !== null && s.wait_s !== undefined; })
+                    .sort(function (a, b) { return a.start_s - b.start_s; });
+    var width = Math.max(600, box.clientWidth || 1100), height = 200, left = 60, bottom = 20;
+    var canvas = el("canvas", { id: "iterations-chart", width: width, height: height });
+    box.appendChild(canvas);
+    var columns = Math.min(rows.length, width - left), per = rows.length / columns, bars = [];
+    for (var c = 0; c < columns; ++c) {
+      var from = Math.floor(c * per), to = Math.max(from + 1, Math.floor((c + 1) * per)), b = [0, 0, 0];
+      for (var i = from; i < to; ++i) {
+        b[0] += rows[i].seconds; b[1] += rows[i].dataloader_s; b[2] += rows[i].wait_s - rows[i].dataloader_s;
+      }
+      bars.push(b.map(function (x) { return x / (to - from); }));
+    }
+    var top = 0;
+    bars.forEach(function (b) { top = Math.max(top, b[0] + b[1] + b[2]); });
+    var g = canvas.getContext("2d"), colours = ["#1f77b4", "#ff7f0e", "#bbbbbb"], barWidth = (width - left) / Math.max(1, columns);
+    g.font = "11px sans-serif";
+    g.fillStyle = "#333";
+    g.fillText(seconds(top), 2, 10);
+    g.fillText("0", 2, height - bottom);
+    bars.forEach(function (b, c) {
+      var y = height - bottom;
+      b.forEach(function (v, k) {
+        var h = top > 0 ? v / top * (height - bottom - 4) : 0;
+        g.fillStyle = colours[k];
+        g.fillRect(left + c * barWidth, y - h, Math.max(1, barWidth - (barWidth > 3 ? 1 : 0)), h);
+        y -= h;
+      });
+    });
+    note(box, loop.mode + " iterations in order (" + rows.length + (columns < rows.length ? ", " + per.toFixed(1) + " a column" : "") +
+         "): blue the step, orange waiting in the DataLoader, grey the rest of the wait. p50: iteration " +
+         seconds(loop.iteration.p50_s) + ", step " + seconds(loop.step.p50_s) + ", input wait " + seconds(loop.input_wait.p50_s) +
+         "; p95: " + seconds(loop.iteration.p95_s) + ", " + seconds(loop.step.p95_s) + ", " + seconds(loop.input_wait.p95_s) + ".");
+    table(box, ["mode", "iterations", "iteration p50", "p95", "step p50", "p95", "input wait p50", "p95", "waiting", "in DataLoader"],
+          it.modes.map(function (m) {
+            return [m.mode, m.iterations, seconds(m.iteration.p50_s), seconds(m.iteration.p95_s), seconds(m.step.p50_s),
+                    seconds(m.step.p95_s), seconds(m.input_wait.p50_s), seconds(m.input_wait.p95_s), pct(m.input_wait_share),
+                    m.dataloader_s > 0 ? pct(m.dataloader_share) : "-"];
+          }), "iterations-table");
+    if (it.wait_functions.length) {
+      note(box, "While the " + loop.mode + " loop waited for input, its step threads were in: " + it.wait_functions.map(function (f) {
+        return f.function + " " + pct(it.wait_sampled_s > 0 ? f.self_s / it.wait_sampled_s : 0);
+      }).join(", ") + ".");
+    }
+  }
+
   // Step times: one chart over the run, points per mode, outliers ringed in red; a click on a
   // point shows that step's flame graph.
   (function () {
@@ -150,6 +206,7 @@
               m.outliers + (m.outlier_steps.length ? " (" + m.outlier_steps.join(", ") + ")" : "")];
     });
     table(box, ["mode", "node", "steps", "mean", "p50", "p95", "max", "outliers (> mean + " + A.steps.outlier_stddev + " σ)"], stats);
+    iterationBars(box, steps);
     // Several ranks or nodes: their step times side by side, the straggler named.
     var skew = A.steps.skew;
     if (skew) {

@@ -186,6 +186,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
     }
   }
   report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
+  summarize_iterations(steps, trace.events, samples ? &*samples : nullptr, options.phase_functions, report);
   report.steps = steps;
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
   report.step_skew = step_skew(steps, store::process_ranks(dir));

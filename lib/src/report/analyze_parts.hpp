@@ -5,6 +5,7 @@
 
 #include "sprof/analyze.hpp"
 #include "sprof/gpu_report.hpp"
+#include "sprof/profile_samples.hpp"
 #include "sprof/system_metrics.hpp"
 #include "sprof/trace_events.hpp"
 
@@ -15,6 +16,11 @@ std::vector<StepRecord> collect_steps(const std::vector<store::TraceEvent>& even
 
 // Per (node, mode) statistics; marks the outliers (duration > mean + stddev·std) in `steps`.
 std::vector<StepModeStats> step_statistics(std::vector<StepRecord>& steps, double stddev);
+
+// Each step's input wait, the iteration statistics per mode, the headline and, from the samples
+// (when given), what the threads that run steps did while the training loop waited.
+void summarize_iterations(std::vector<StepRecord>& steps, const std::vector<store::TraceEvent>& events,
+                          const store::ProfileSamples* samples, size_t top_n, AnalyzeReport& report);
 
 // Initialization, training loop and finalization of a job with steps, within [job_start, job_end].
 std::vector<JobPhase> job_phases(const std::vector<StepRecord>& steps, int64_t job_start_us, int64_t job_end_us);

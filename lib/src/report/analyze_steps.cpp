@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <string_view>
 
 #include "report/analyze_parts.hpp"
 #include "rules/numeric.hpp"
@@ -10,24 +9,17 @@
 namespace sprof::report {
 
 std::vector<StepRecord> collect_steps(const std::vector<store::TraceEvent>& events) {
-  constexpr std::string_view kPrefix = "Step:ModeKeys";
   std::vector<StepRecord> steps;
-  for (const auto& e : events) {
-    size_t at = e.name.find(kPrefix);
-    if (at == std::string::npos) continue;
+  for (auto& span : rules::step_spans(events)) {
     StepRecord s;
-    s.node = e.node_id;
-    s.mode = e.name.substr(at + kPrefix.size());
-    if (!s.mode.empty() && s.mode.front() == '.') s.mode.erase(0, 1);
-    if (s.mode.empty()) s.mode = e.name;
-    s.step = e.args.text("step_num").value_or("");
-    s.pid = e.pid;
-    s.start_us = e.start_us;
-    s.end_us = e.end_us;
+    s.node = std::move(span.node);
+    s.mode = std::move(span.mode);
+    s.step = std::move(span.step);
+    s.pid = span.pid;
+    s.start_us = span.start_us;
+    s.end_us = span.end_us;
     steps.push_back(std::move(s));
   }
-  std::stable_sort(steps.begin(), steps.end(),
-                   [](const StepRecord& a, const StepRecord& b) { return a.start_us < b.start_us; });
   return steps;
 }
 

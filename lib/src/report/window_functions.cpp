@@ -10,13 +10,13 @@ WindowFunctions window_functions(const store::ProfileSamples& profile, const Sam
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
     if (filter.pid && log.pid() != *filter.pid) continue;
-    if (log.sample_count() == 0 || log.last_ns() < from_ns || log.first_ns() >= to_ns) continue;
+    if (log.sample_count() == 0 || log.last_ns() < from_ns) continue;
     FunctionTable::ByStack by_stack;
-    log.for_each_sample(from_ns, to_ns, [&](const store::SampleRecord& r) {
+    log.for_each_overlap(from_ns, to_ns, [&](const store::SampleRecord& r, int64_t overlap_ns) {
       if (!filter.keeps(r)) return;
       auto& agg = by_stack[r.stack];
       ++agg.samples;
-      agg.weight_ns += r.weight_ns;
+      agg.weight_ns += overlap_ns;
     });
     table.add(log, by_stack);
   }

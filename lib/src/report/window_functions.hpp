@@ -15,7 +15,8 @@ struct WindowFunctions {
   uint64_t kept_samples = 0;
 };
 
-// Samples with from_ns <= time_ns < to_ns (CLOCK_MONOTONIC) of the processes `filter` keeps.
+// The samples of the processes `filter` keeps that cover part of [from_ns, to_ns) (CLOCK_MONOTONIC),
+// each weighted by the time it covers there (SampleLog::for_each_overlap).
 WindowFunctions window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
                                  int64_t to_ns, size_t top_n);
 

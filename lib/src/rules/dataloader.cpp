@@ -9,6 +9,11 @@
 // histogram from the batch fetches (DataLoaderIter, DataIterator) only. smdebug resets `prefetch` on
 // every dataloader event, so its report says prefetch=true only when a Prefetch event came last; sprof
 // reports whether any Prefetch event was seen. --compat smdebug keeps smdebug's behaviour throughout.
+//
+// sprof also asks what matters most about a DataLoader: whether the training loop waits for it.
+// When the loop's iterations (sprof/iterations.hpp) spend more than input_wait_threshold percent of
+// their time inside DataLoader fetches, the rule fires whatever the worker count (not under
+// --compat smdebug).
 
 #include <algorithm>
 #include <map>
@@ -19,6 +24,7 @@
 #include "rules/numeric.hpp"
 #include "rules/ordered_map.hpp"
 #include "rules/registry.hpp"
+#include "sprof/iterations.hpp"
 
 namespace sprof::rules {
 namespace {
@@ -43,6 +49,8 @@ class Dataloader : public Rule {
     max_threshold_ = params.number("max_threshold");
     patience_ = params.integer("patience");
     if (compat_) return;
+    input_wait_threshold_ = params.number("input_wait_threshold");
+    loop_ = training_loop(iterations(step_spans(context.input->framework), context.input->framework));
     prefetch_ = false;
     for (const auto& e : context.input->framework) {
       auto pid = e.args.integer("pid");
@@ -113,6 +121,19 @@ class Dataloader : public Rule {
     if (violations_ > 0) triggered_ = 1;
   }
 
+  void finish() override {
+    if (!loop_ || loop_->dataloader_s <= 0) return;
+    details_["input_wait"] = Json{{"mode", loop_->mode},
+                                  {"iterations", loop_->iterations},
+                                  {"waiting_percent", 100 * loop_->wait_share()},
+                                  {"dataloader_percent", 100 * loop_->dataloader_share()}};
+    if (100 * loop_->dataloader_share() > input_wait_threshold_) {
+      ++violations_;
+      triggered_ = 1;
+      loop_waits_ = true;
+    }
+  }
+
   // Distinct dataloader pids active in each second of the window that has any dataloader activity.
   void count_active_seconds(const Window& window, OrderedMap<int64_t, std::set<int64_t>>& per_second) {
     while (next_ < activity_.size() && activity_[next_].start_us < window.end_us) active_.push_back(activity_[next_++]);
@@ -140,6 +161,11 @@ class Dataloader : public Rule {
       text += fmt::format("; {} second(s) with dataloader events, more than {} needed", parallel_.size(), patience_);
     }
     if (pin_memory_.is_boolean() && !pin_memory_.get<bool>()) text += "; pin_memory off";
+    if (loop_ && loop_->dataloader_s > 0) {
+      text += fmt::format("; the {} loop waits in DataLoader fetches {:.1f}% of its time{}", loop_->mode,
+                          100 * loop_->dataloader_share(),
+                          loop_waits_ ? fmt::format(" (above {}%)", params_.str("input_wait_threshold")) : "");
+    }
     return text;
   }
 
@@ -161,6 +187,9 @@ class Dataloader : public Rule {
   std::optional<bool> prefetch_;
   int64_t median_ = 0;
   bool too_few_ = false, too_many_ = false;
+  double input_wait_threshold_ = 20;
+  std::optional<IterationStats> loop_;
+  bool loop_waits_ = false;
 };
 
 }  // namespace
@@ -171,10 +200,13 @@ RuleDef dataloader_rule() {
       "Dataloader",
       "The median number of dataloader processes running in parallel is below min_threshold or above "
       "max_threshold percent of the CPU cores.",
-      "Match the number of dataloader workers to the CPU cores, enable pin_memory, and prefetch batches.",
+      "Match the number of dataloader workers to the CPU cores, enable pin_memory, and prefetch batches; when "
+      "the training loop waits for its batches, add workers or make each item cheaper to load.",
       {{"min_threshold", ParamKind::positive, "70", "fewest parallel dataloaders, in % of the cores"},
        {"max_threshold", ParamKind::positive, "200", "most parallel dataloaders, in % of the cores"},
        {"patience", ParamKind::count, "10", "seconds with dataloader events before the first check (sprof: settable)"},
+       {"input_wait_threshold", ParamKind::percent, "20",
+        "sprof: most time the training loop may wait in DataLoader fetches, in % of its iterations' time"},
        {"scan_interval_us", ParamKind::count, "60000000", "evaluation window (µs)"}},
       true};
   def.make = [](const Params& params, const RuleContext& context) {

@@ -5,24 +5,12 @@
 #include <set>
 #include <string>
 
+#include "rules/numeric.hpp"
+
 namespace sprof::rules {
 namespace {
 
-using Interval = std::pair<int64_t, int64_t>;  // [start, end) epoch ns
-
-// Sorted, disjoint: the time at least one kernel ran.
-std::vector<Interval> union_of(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const Interval& i : v) {
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
+using Interval = TimeRange;  // [start, end) epoch ns
 
 // Busy ns of `busy` inside [from, to); `cursor` walks forward as the ticks do.
 int64_t busy_in(const std::vector<Interval>& busy, size_t& cursor, int64_t from, int64_t to) {

@@ -145,4 +145,17 @@ BoxStats box_stats(std::span<const double> values) {
   return box;
 }
 
+std::vector<TimeRange> union_of(std::vector<TimeRange> ranges) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<TimeRange> out;
+  for (const TimeRange& r : ranges) {
+    if (!out.empty() && r.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, r.second);
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
 }  // namespace sprof::rules

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace sprof::rules {
@@ -26,6 +27,10 @@ struct Histogram {
 Histogram histogram(std::span<const double> values, int bins);
 // np.histogram(values, bins=edges): bins [e_i, e_i+1), the last closed; values outside are dropped.
 std::vector<int64_t> histogram_with_edges(std::span<const double> values, std::span<const double> edges);
+
+// Half-open time ranges [first, second): their union, sorted and disjoint.
+using TimeRange = std::pair<int64_t, int64_t>;
+std::vector<TimeRange> union_of(std::vector<TimeRange> ranges);
 
 // Box-plot numbers the rules write: p25, p50, p75, p95 over all values, whiskers clipped to the data.
 struct BoxStats {

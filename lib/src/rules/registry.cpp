@@ -1,4 +1,4 @@
-// The one list of built-in rules, in the order ProfilerReport runs them.
+// The one list of built-in rules, in the order ProfilerReport runs them: smdebug's, then sprof's own.
 
 #include "rules/registry.hpp"
 
@@ -10,6 +10,7 @@ const std::vector<RuleDef>& rule_definitions() {
       step_outlier_rule(),        gpu_memory_increase_rule(),    batch_size_rule(),
       max_initialization_time_rule(), load_balancing_rule(),     overall_system_usage_rule(),
       dataloader_rule(),          overall_framework_metrics_rule(),
+      input_bound_rule(),  // sprof's own from here
   };
   return rules;
 }

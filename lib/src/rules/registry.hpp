@@ -16,6 +16,7 @@ RuleDef load_balancing_rule();
 RuleDef overall_system_usage_rule();
 RuleDef dataloader_rule();
 RuleDef overall_framework_metrics_rule();
+RuleDef input_bound_rule();
 
 // ProfilerReport (profiler_report.cpp): its catalog entry and how it sums up its sub-rules.
 RuleInfo profiler_report_info();

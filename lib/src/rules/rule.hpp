@@ -92,9 +92,10 @@ struct RuleDef {
   std::function<std::unique_ptr<Rule>(const Params&, const RuleContext&)> make;
   // Why the input lacks what the rule reads (status NoData), or nothing.
   std::function<std::optional<std::string>(const RulesInput&)> missing_input;
+  bool sprof_only = false;  // not one of smdebug's: left out of ProfilerReport under --compat smdebug
 };
 
-// The eleven sub-rules, in ProfilerReport's order (registry.cpp: the one list).
+// smdebug's eleven sub-rules in ProfilerReport's order, then sprof's own (registry.cpp: the one list).
 const std::vector<RuleDef>& rule_definitions();
 
 // Helpers shared by rules.

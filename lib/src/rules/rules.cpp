@@ -236,6 +236,7 @@ namespace {
 
 struct Selection {
   std::vector<bool> builtin;        // by rule_definitions() index
+  std::vector<bool> named;          // named on the command line (not only through ProfilerReport)
   bool report = false;              // ProfilerReport: all built-ins, summed up first
   std::vector<std::string> custom;  // custom rules named (all when `all_custom`)
   bool all_custom = false;
@@ -246,6 +247,7 @@ Result<Selection> select_rules(const RulesOptions& options) {
   const auto& defs = rule_definitions();
   Selection selection;
   selection.builtin.assign(defs.size(), false);
+  selection.named.assign(defs.size(), false);
   selection.report = options.rules.empty();
   selection.all_custom = options.rules.empty() && options.custom != nullptr;
   for (const auto& name : options.rules) {
@@ -255,6 +257,7 @@ Result<Selection> select_rules(const RulesOptions& options) {
     }
     if (const RuleDef* def = find_rule(name)) {
       selection.builtin[def - defs.data()] = true;
+      selection.named[def - defs.data()] = true;
       continue;
     }
     if (options.custom != nullptr) {
@@ -270,7 +273,12 @@ Result<Selection> select_rules(const RulesOptions& options) {
     return make_error(ErrorKind::usage, "unknown rule '{}'; valid rules (case insensitive): ProfilerReport, {}{}", name,
                       joined_names(false), custom_names);
   }
-  if (selection.report) std::fill(selection.builtin.begin(), selection.builtin.end(), true);
+  if (selection.report) {
+    // smdebug's ProfilerReport runs its eleven; --compat smdebug keeps it to them.
+    for (size_t i = 0; i < defs.size(); ++i) {
+      selection.builtin[i] = selection.named[i] || !(options.compat_smdebug && defs[i].sprof_only);
+    }
+  }
   SPROF_TRY(selection.params, resolve_params(options.params));
   for (const auto& text : options.params) {
     size_t underscore = text.find('_');

@@ -2,6 +2,7 @@
 // complete chunk is checksummed and fully validated once at open, so iteration never meets bad
 // bytes and can skip chunks outside a time range without decoding them.
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -460,6 +461,17 @@ void SampleLog::for_each_sample(int64_t from_ns, int64_t to_ns,
                      fn(visible);
                    });
   }
+}
+
+void SampleLog::for_each_overlap(int64_t from_ns, int64_t to_ns,
+                                 const std::function<void(const SampleRecord&, int64_t)>& fn) const {
+  if (to_ns <= from_ns) return;
+  int64_t reach = to_ns > INT64_MAX - kMaxSampleReachNs ? INT64_MAX : to_ns + kMaxSampleReachNs;
+  for_each_sample(from_ns, reach, [&](const SampleRecord& r) {
+    int64_t overlap = std::min(r.time_ns, to_ns) - std::max(r.time_ns - r.weight_ns, from_ns);
+    // A sample of no weight at the window's start still shows what ran there.
+    if (overlap > 0 || (r.weight_ns == 0 && r.time_ns < to_ns)) fn(r, std::max<int64_t>(overlap, 0));
+  });
 }
 
 void SampleLog::for_each_sample(const std::function<void(const SampleRecord&)>& fn) const {
