@@ -226,7 +226,11 @@ class GpuCallSites(TempDirTestCase):
         by_rule = {r["rule"]: r for r in json.loads(rules.stdout)["rules"]}
         self.assertNotEqual(by_rule["LowGPUUtilization"]["status"], "NoData")
         self.assertGreater(by_rule["LowGPUUtilization"]["Datapoints"], 0)
-        self.assertIn("algo-1 GPU p50", by_rule["OverallSystemUsage"]["evidence"])
+        # The evidence names the machine (sprof.json's host); Details keep smdebug's algo-1.
+        with open(os.path.join(self.profile, "sprof.json")) as f:
+            host = json.load(f)["host"]
+        self.assertIn(host + " GPU p50", by_rule["OverallSystemUsage"]["evidence"])
+        self.assertIn("algo-1", by_rule["OverallSystemUsage"]["Details"]["GPU"])
         self.assertIn("backward_kernel(float*)", text)
 
     def test_a_trace_file_has_no_call_sites(self):

@@ -38,6 +38,15 @@ struct JobProcess {
   std::string error;
 };
 
+// A machine of the job and the processes recorded on it. smdebug names a process's node
+// "<pid or rank>-<host>" and a machine's system metrics "algo-<n>" (the only names its reader
+// takes), so one machine shows as several node ids; views show machines.
+struct JobMachine {
+  std::string host;
+  std::vector<std::string> processes;  // their node ids, sorted
+  std::string system_node;             // the node id of its system metrics ("algo-1"); "" without
+};
+
 struct JobSummary {
   bool has_manifest = false;          // sprof.json present (a sprof profile)
   std::vector<std::string> command;   // launch: the command line
@@ -48,6 +57,7 @@ struct JobSummary {
   std::vector<std::string> python_versions;  // distinct, sorted
   std::vector<JobProcess> processes;
   std::vector<std::string> nodes;     // system and framework node ids
+  std::vector<JobMachine> machines;   // the same, by machine
   double duration_s() const { return static_cast<double>(end_us - start_us) / 1e6; }
 };
 
@@ -89,7 +99,8 @@ struct StepModeStats {
 };
 
 struct SystemUsageRow {
-  std::string node;
+  std::string node;     // as on disk ("algo-1")
+  std::string machine;  // the host it stands for (JobMachine::host)
   std::string metric;  // "CPUUtilization (mean of 16 cores)", "MemoryUsedPercent", "process tree RSS", ...
   std::string unit;    // "%", "% of one core", "B", "B/s", "1/s", ""
   size_t ticks = 0;
@@ -98,6 +109,7 @@ struct SystemUsageRow {
 
 struct SystemCoverage {
   std::string node;
+  std::string machine;
   double first_s = 0;  // epoch seconds of the first and last tick
   double last_s = 0;
   size_t ticks = 0;

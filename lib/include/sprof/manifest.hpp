@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -102,9 +103,11 @@ struct Manifest {
   std::vector<std::string> node_ids() const;
 };
 
-// The ranks ($RANK) of a profile's processes by node id ("<pid>-<host>"): from its sprof.json,
-// and in a job's prefix (the S3 job layout, nodes/<host>/sprof.json) from every node's. Unreadable
-// manifests give none.
+// Calls fn with a profile's sprof.json and, in a job's prefix (the S3 job layout,
+// nodes/<host>/sprof.json), with every node's. Unreadable manifests are passed over.
+void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn);
+
+// The ranks ($RANK) of a profile's processes by node id ("<pid>-<host>"), from for_each_manifest.
 std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir);
 
 // Writes <dir>/sprof.json atomically (temporary file + rename).

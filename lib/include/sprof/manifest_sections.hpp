@@ -6,6 +6,7 @@
 // (The python_profiling section is the window stage's: python_profiling.hpp.)
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,5 +69,11 @@ void set_section(Manifest& manifest, const IntervalStatsSection& section);
 std::optional<SystemMetricsSection> system_metrics_section(const Manifest& manifest);
 std::optional<OwnCostsSection> own_costs_section(const Manifest& manifest);
 std::optional<IntervalStatsSection> interval_stats_section(const Manifest& manifest);
+
+// The machine each system-metrics node id stands for: smdebug's reader reads only system files
+// named "<minute>.algo-<n>.json", so record names a machine's metrics algo-<n> on disk and its
+// sprof.json says which host that is (system_metrics.node_id and host). From for_each_manifest;
+// ids no manifest names are missing (smdebug's own profiles: there algo-<n> is the host).
+std::map<std::string, std::string> system_node_hosts(const std::filesystem::path& dir);
 
 }  // namespace sprof::store

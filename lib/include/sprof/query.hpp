@@ -50,6 +50,9 @@ Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
 // the time they span. Sorted by node id.
 struct NodeSummary {
   std::string node_id;
+  std::string machine;  // the host in the node id (store::split_node_id)
+  std::string parent;   // the node id of the recorded process that started it (a DataLoader worker's
+                        // main process), from sprof.json; "" when none
   std::string rank;  // $RANK of the process when its sprof.json says (store::process_ranks)
   size_t cprofile = 0;
   size_t pyinstrument = 0;

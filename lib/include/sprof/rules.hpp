@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,9 @@ struct RulesInput {
   std::vector<store::SystemMetric> system;  // smdebug's order (file timestamp, then line)
   std::vector<store::TraceEvent> framework;
   std::vector<std::string> warnings;        // trace files skipped while loading
+  // The machine each system-metrics node id stands for (store::system_node_hosts): evidence
+  // names machines; Details keep smdebug's node ids.
+  std::map<std::string, std::string> system_hosts;
 };
 
 // Reads <profile>/system and <profile>/framework. A path that is not a directory, or a directory with

@@ -85,6 +85,16 @@ std::optional<TraceSource> trace_source_for(std::string_view file_name);
 // "51-algo-1" -> "algo-1-51" (smdebug's regex `(.*)-(algo.*)`); anything else unchanged.
 std::string normalize_node_id(std::string_view node_id);
 
+// A process's node id in its spellings: "<pid or rank>-<host>" (framework files, stats
+// directories, sprof.json) and "algo-<n>-<pid>" (smdebug's normalised trace events); digits alone
+// are a process on a host the id does not name (host ""). The process is "" when the id names
+// none (then the whole id is the host).
+struct NodeIdParts {
+  std::string process;
+  std::string host;
+};
+NodeIdParts split_node_id(std::string_view node_id);
+
 // smdebug's TraceEventParser: state (lane names, start time, open "B" events) carries over between
 // the files one parser reads, as it does in smdebug, so read files in timestamp order.
 class TraceEventParser {

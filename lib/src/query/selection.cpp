@@ -5,6 +5,7 @@
 
 #include "sprof/manifest.hpp"
 #include "sprof/query.hpp"
+#include "sprof/trace_events.hpp"
 
 namespace sprof::query {
 namespace {
@@ -166,12 +167,23 @@ std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index) {
     s.first_start_us = std::min(s.first_start_us, r.name.start.time_us);
     s.last_end_us = std::max(s.last_end_us, r.name.end.time_us);
   }
-  std::map<std::string, std::string> ranks =
-      index.level == store::ProfileLevel::root ? store::process_ranks(index.dir) : std::map<std::string, std::string>();
+  std::map<std::string, std::string> ranks, parents;  // by node id
+  if (index.level == store::ProfileLevel::root) {
+    store::for_each_manifest(index.dir, [&](const store::Manifest& manifest) {
+      std::map<int32_t, std::string> by_pid;
+      for (const auto& p : manifest.processes) by_pid[p.pid] = p.node_id;
+      for (const auto& p : manifest.processes) {
+        if (!p.rank.empty()) ranks[p.node_id] = p.rank;
+        if (auto parent = by_pid.find(p.ppid); parent != by_pid.end()) parents[p.node_id] = parent->second;
+      }
+    });
+  }
   std::vector<NodeSummary> out;
   out.reserve(nodes.size());
   for (auto& [id, s] : nodes) {
+    s.machine = store::split_node_id(id).host;
     if (auto rank = ranks.find(id); rank != ranks.end()) s.rank = rank->second;
+    if (auto parent = parents.find(id); parent != parents.end()) s.parent = parent->second;
     out.push_back(std::move(s));
   }
   return out;

@@ -38,6 +38,13 @@ Json job_json(const JobSummary& job) {
   j["duration_s"] = job.duration_s();
   j["python_versions"] = job.python_versions;
   j["nodes"] = job.nodes;
+  Json machines = Json::array();
+  for (const auto& m : job.machines) {
+    machines.push_back({{"host", m.host},
+                        {"processes", m.processes},
+                        {"system_node", m.system_node.empty() ? Json(nullptr) : Json(m.system_node)}});
+  }
+  j["machines"] = std::move(machines);
   Json processes = Json::array();
   for (const auto& p : job.processes) {
     processes.push_back({{"pid", p.pid},
@@ -175,6 +182,7 @@ std::string analyze_json(const AnalyzeReport& r) {
   Json coverage = Json::array();
   for (const auto& c : r.system_coverage) {
     coverage.push_back({{"node", c.node},
+                        {"machine", c.machine},
                         {"first_s", c.first_s},
                         {"last_s", c.last_s},
                         {"ticks", c.ticks},
@@ -184,6 +192,7 @@ std::string analyze_json(const AnalyzeReport& r) {
   Json metrics = Json::array();
   for (const auto& m : r.system) {
     metrics.push_back({{"node", m.node},
+                       {"machine", m.machine},
                        {"metric", m.metric},
                        {"unit", m.unit},
                        {"ticks", m.ticks},

@@ -87,7 +87,24 @@ void render_job(std::string& out, const report::AnalyzeReport& r, bool color, si
   facts.add_row({{"python", ""},
                  {job.python_versions.empty() ? "unknown" : fmt::format("{}", fmt::join(job.python_versions, ", ")),
                   ""}});
-  if (!job.nodes.empty()) facts.add_row({{"nodes", ""}, {fmt::format("{}", fmt::join(job.nodes, ", ")), ""}});
+  // One row per machine, its processes under it (smdebug's node ids: one per process, and the
+  // machine's system metrics under algo-<n>).
+  for (size_t i = 0; i < job.machines.size(); ++i) {
+    const report::JobMachine& m = job.machines[i];
+    std::vector<std::string> parts;
+    if (!m.processes.empty()) {
+      constexpr size_t kShown = 6;
+      std::vector<std::string> shown(m.processes.begin(), m.processes.begin() + std::min(kShown, m.processes.size()));
+      std::string more = m.processes.size() > kShown ? fmt::format(", and {} more", m.processes.size() - kShown) : "";
+      parts.push_back(fmt::format("{} process{} ({}{})", m.processes.size(), m.processes.size() == 1 ? "" : "es",
+                                  fmt::join(shown, ", "), more));
+    }
+    if (!m.system_node.empty()) {
+      parts.push_back(m.system_node == m.host ? "system metrics" : fmt::format("system metrics as {}", m.system_node));
+    }
+    facts.add_row({{i == 0 ? (job.machines.size() == 1 ? "machine" : "machines") : "", ""},
+                   {fmt::format("{}: {}", m.host, fmt::join(parts, ", ")), ""}});
+  }
   facts.add_row({{"processes", ""},
                  {job.has_manifest ? std::to_string(job.processes.size()) : "unknown (no sprof.json)", ""}});
   // sprof's own costs, each under its own name: shares of a core while sampling, CPU seconds after.
@@ -148,7 +165,7 @@ void render_skew(std::string& out, const report::AnalyzeReport& r, bool color, s
   if (!r.step_skew) return;
   const auto& k = *r.step_skew;
   heading(out, color, fmt::format("{} STEP TIMES BY RANK (median; the slowest sets the pace)", k.mode));
-  TextTable t({"RANK", "NODE", "PROCESS", "STEPS", "MEAN", "P50", "P95", "VS FASTEST"});
+  TextTable t({"RANK", "MACHINE", "PROCESS", "STEPS", "MEAN", "P50", "P95", "VS FASTEST"});
   for (const auto& rank : k.ranks) {
     bool slowest = rank.node_id == k.straggler;
     t.add_row({{rank.rank.empty() ? "-" : rank.rank, ""},
@@ -162,7 +179,7 @@ void render_skew(std::string& out, const report::AnalyzeReport& r, bool color, s
   }
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
   if (k.nodes.size() > 1) {
-    TextTable n({"NODE", "RANKS", "STEPS", "P50", "VS FASTEST"});
+    TextTable n({"MACHINE", "RANKS", "STEPS", "P50", "VS FASTEST"});
     for (const auto& node : k.nodes) {
       n.add_row({{node.host, ""},
                  {std::to_string(node.ranks), ""},
@@ -176,7 +193,7 @@ void render_skew(std::string& out, const report::AnalyzeReport& r, bool color, s
   out += fmt::format("  straggler: {}{} on {}, its median step {:.1f}% slower than the fastest rank's{}\n",
                      straggler->rank.empty() ? "process " : "rank ", straggler->rank.empty() ? k.straggler : straggler->rank,
                      straggler->host, 100.0 * k.skew,
-                     k.straggler_node.empty() ? "" : fmt::format("; slowest node: {}", k.straggler_node));
+                     k.straggler_node.empty() ? "" : fmt::format("; slowest machine: {}", k.straggler_node));
 }
 
 // Iteration = input wait (previous step's end to this step's start) + step, per mode.
@@ -212,7 +229,7 @@ void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, 
     out += "  (" + r.steps_note + ")\n";
     return;
   }
-  TextTable t({"NODE", "MODE", "COUNT", "MEAN", "P50", "P95", "MAX", "OUTLIERS"});
+  TextTable t({"PROCESS", "MODE", "COUNT", "MEAN", "P50", "P95", "MAX", "OUTLIERS"});
   for (const auto& s : r.step_stats) {
     std::string outliers = std::to_string(s.outlier_steps.size());
     if (!s.outlier_steps.empty()) {
@@ -286,12 +303,13 @@ void render_system(std::string& out, const report::AnalyzeReport& r, bool color,
   for (const auto& c : r.system_coverage) {
     double from = c.first_s - static_cast<double>(r.job.start_us) / 1e6;
     double to = c.last_s - static_cast<double>(r.job.start_us) / 1e6;
-    out += fmt::format("  {}: {} ticks from +{:.1f} s to +{:.1f} s, every {:.3f} s\n", c.node, c.ticks, from, to,
+    std::string name = c.machine.empty() || c.machine == c.node ? c.node : fmt::format("{} ({})", c.machine, c.node);
+    out += fmt::format("  {}: {} ticks from +{:.1f} s to +{:.1f} s, every {:.3f} s\n", name, c.ticks, from, to,
                        c.interval_s);
   }
-  TextTable t({"NODE", "METRIC", "MEAN", "P50", "P95", "MAX", "MIN"});
+  TextTable t({"MACHINE", "METRIC", "MEAN", "P50", "P95", "MAX", "MIN"});
   for (const auto& m : r.system) {
-    t.add_row({{m.node, ""},
+    t.add_row({{m.machine.empty() ? m.node : m.machine, ""},
                {m.metric, ""},
                {value_text(m.mean, m.unit), ""},
                {value_text(m.p50, m.unit), ""},

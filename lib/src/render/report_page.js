@@ -39,6 +39,10 @@
   }
   function pct(x) { return (100 * x).toFixed(1) + " %"; }
   function section(id) { return document.getElementById(id); }
+  // smdebug names a machine's system metrics algo-<n>; the job's machines say which host that is.
+  var MACHINE_OF = {};
+  (A.job.machines || []).forEach(function (m) { if (m.system_node) MACHINE_OF[m.system_node] = m.host; });
+  function machineOf(node) { return MACHINE_OF[node] || node; }
 
   // Job overview.
   (function () {
@@ -49,6 +53,11 @@
     rows.push(["duration", seconds(j.duration_s)]);
     rows.push(["started", new Date(j.start_us / 1000).toISOString()]);
     rows.push(["processes", String((j.processes || []).length)]);
+    (j.machines || []).forEach(function (m) {
+      rows.push(["machine " + m.host, m.processes.length + " process" + (m.processes.length === 1 ? "" : "es") +
+                 (m.processes.length ? " (" + m.processes.slice(0, 6).join(", ") + (m.processes.length > 6 ? ", ..." : "") + ")" : "") +
+                 (m.system_node ? (m.processes.length ? "; " : "") + "system metrics" + (m.system_node !== m.host ? " as " + m.system_node : "") : "")]);
+    });
     rows.push(["Python", (j.python_versions || []).join(", ")]);
     if (A.iterations.headline) rows.push(["training loop", A.iterations.headline.replace(/^training loop /, "")]);
     if (D.sampling.rate_hz) {
@@ -205,19 +214,19 @@
       return [m.mode, m.node, m.count, seconds(m.mean_s), seconds(m.p50_s), seconds(m.p95_s), seconds(m.max_s),
               m.outliers + (m.outlier_steps.length ? " (" + m.outlier_steps.join(", ") + ")" : "")];
     });
-    table(box, ["mode", "node", "steps", "mean", "p50", "p95", "max", "outliers (> mean + " + A.steps.outlier_stddev + " σ)"], stats);
+    table(box, ["mode", "process", "steps", "mean", "p50", "p95", "max", "outliers (> mean + " + A.steps.outlier_stddev + " σ)"], stats);
     iterationBars(box, steps);
     // Several ranks or nodes: their step times side by side, the straggler named.
     var skew = A.steps.skew;
     if (skew) {
       box.appendChild(el("h3", { text: skew.mode + " step times by rank (the slowest sets the pace)" }));
-      table(box, ["rank", "node", "process", "steps", "mean", "p50", "p95", "vs fastest"], skew.ranks.map(function (r) {
+      table(box, ["rank", "machine", "process", "steps", "mean", "p50", "p95", "vs fastest"], skew.ranks.map(function (r) {
         return { cls: r.node_id === skew.straggler ? "straggler" : "",
                  cells: [r.rank === null ? "-" : r.rank, r.host, r.node_id, r.steps, seconds(r.mean_s), seconds(r.median_s),
                          seconds(r.p95_s), "+" + pct(r.vs_fastest)] };
       }), "skew-table");
       if (skew.nodes.length > 1) {
-        table(box, ["node", "ranks", "steps", "p50", "vs fastest"], skew.nodes.map(function (n) {
+        table(box, ["machine", "ranks", "steps", "p50", "vs fastest"], skew.nodes.map(function (n) {
           return { cls: n.host === skew.straggler_node ? "straggler" : "",
                    cells: [n.host, n.ranks, n.steps, seconds(n.median_s), "+" + pct(n.vs_fastest)] };
         }), "skew-nodes-table");
@@ -225,7 +234,7 @@
       var slow = skew.ranks.filter(function (r) { return r.node_id === skew.straggler; })[0];
       note(box, "Straggler: " + (slow.rank === null ? "process " + slow.node_id : "rank " + slow.rank) + " on " + slow.host +
            ", its median step " + pct(skew.skew) + " slower than the fastest rank's" +
-           (skew.straggler_node ? "; slowest node: " + skew.straggler_node : "") + ".");
+           (skew.straggler_node ? "; slowest machine: " + skew.straggler_node : "") + ".");
     }
     // The slowest steps and the outliers, each linked to its flame graph.
     var listed = steps.slice().sort(function (a, b) { return b.seconds - a.seconds; }).slice(0, 20);
@@ -246,7 +255,7 @@
       var units = {};
       node.series.forEach(function (s) { (units[s.unit || "value"] = units[s.unit || "value"] || []).push(s); });
       Object.keys(units).forEach(function (unit) {
-        box.appendChild(el("h3", { text: node.node + ": " + unit }));
+        box.appendChild(el("h3", { text: machineOf(node.node) + ": " + unit }));
         var div = el("div", { class: "chart system-chart" });
         box.appendChild(div);
         var data = [node.t_s];

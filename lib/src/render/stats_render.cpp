@@ -135,6 +135,8 @@ Json nodes_json(const std::vector<query::NodeSummary>& nodes) {
   for (const auto& s : nodes) {
     Json j;
     j["node_id"] = s.node_id;
+    j["machine"] = s.machine;
+    j["parent"] = s.parent.empty() ? Json(nullptr) : Json(s.parent);
     j["rank"] = s.rank.empty() ? Json(nullptr) : Json(s.rank);
     j["cprofile_stats"] = s.cprofile;
     j["pyinstrument_stats"] = s.pyinstrument;
@@ -156,18 +158,31 @@ std::string nodes_csv(const std::vector<query::NodeSummary>& nodes) {
 }
 
 std::string nodes_table(const std::vector<query::NodeSummary>& nodes, const TextStyle& style) {
-  // A RANK column when any process's rank is known (torchrun's RANK).
+  // A RANK column when any process's rank is known (torchrun's RANK), a PARENT column when a
+  // recorded process started another (DataLoader workers).
   bool ranks = std::any_of(nodes.begin(), nodes.end(), [](const auto& s) { return !s.rank.empty(); });
-  std::vector<std::string> header{"NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"};
-  if (ranks) header.insert(header.begin() + 1, "RANK");
+  bool parents = std::any_of(nodes.begin(), nodes.end(), [](const auto& s) { return !s.parent.empty(); });
+  std::vector<std::string> header{"MACHINE", "NODE", "CPROFILE", "PYINSTRUMENT", "FIRST_START_US", "LAST_END_US"};
+  if (parents) header.insert(header.begin() + 2, "PARENT");
+  if (ranks) header.insert(header.begin() + 2, "RANK");
   TextTable table(header);
-  for (const auto& s : nodes) {
-    std::vector<TableCell> row{{s.node_id, ""},
+  // Each machine once, its processes under it.
+  std::vector<const query::NodeSummary*> order;
+  for (const auto& s : nodes) order.push_back(&s);
+  std::stable_sort(order.begin(), order.end(), [](auto a, auto b) { return a->machine < b->machine; });
+  const std::string* shown = nullptr;
+  for (const query::NodeSummary* p : order) {
+    const auto& s = *p;
+    bool first = shown == nullptr || *shown != s.machine;
+    shown = &s.machine;
+    std::vector<TableCell> row{{first ? s.machine : "", ""},
+                               {s.node_id, ""},
                                      {std::to_string(s.cprofile), ""},
                                      {std::to_string(s.pyinstrument), ""},
                                      {store::python_float_repr(s.first_start_us), ""},
                                      {store::python_float_repr(s.last_end_us), ""}};
-    if (ranks) row.insert(row.begin() + 1, {s.rank.empty() ? "-" : s.rank, ""});
+    if (parents) row.insert(row.begin() + 2, {s.parent.empty() ? "-" : s.parent, ""});
+    if (ranks) row.insert(row.begin() + 2, {s.rank.empty() ? "-" : s.rank, ""});
     table.add_row(row);
   }
   return table.render(style.color, style.width);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -37,8 +38,44 @@ double outlier_stddev(const rules::RulesOptions& options) {
   return 3.0;
 }
 
+// The job's machines from every node id it holds: system metrics' (mapped to their host by
+// sprof.json), framework events' and sprof.json's processes'.
+std::vector<JobMachine> job_machines(const std::set<std::string>& system_nodes, const std::set<std::string>& process_nodes,
+                                     const std::map<std::string, std::string>& system_hosts) {
+  std::map<std::string, JobMachine> by_host;
+  std::map<std::string, std::set<std::string>> processes;  // host -> "<pid>-<host>" (one spelling)
+  for (const auto& id : system_nodes) {
+    auto host = system_hosts.find(id);
+    by_host[host != system_hosts.end() ? host->second : id].system_node = id;
+  }
+  std::vector<std::string> hostless;  // ids of digits alone (smdebug's test traces): no host named
+  for (const auto& id : process_nodes) {
+    store::NodeIdParts parts = store::split_node_id(id);
+    if (parts.host.empty()) {
+      hostless.push_back(id);
+      continue;
+    }
+    by_host[parts.host];
+    if (!parts.process.empty()) processes[parts.host].insert(parts.process + "-" + parts.host);
+  }
+  // On the job's one machine when it has one; else on a machine of unknown name.
+  std::string host = by_host.size() == 1 ? by_host.begin()->first : std::string("(host unknown)");
+  for (const auto& id : hostless) {
+    by_host[host];
+    processes[host].insert(id);
+  }
+  std::vector<JobMachine> out;
+  for (auto& [host, m] : by_host) {
+    m.host = host;
+    m.processes.assign(processes[host].begin(), processes[host].end());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 void fill_job(const store::ProfileSamples* samples, const std::vector<store::SystemMetric>& system,
-              const std::vector<store::TraceEvent>& framework, JobSummary& job) {
+              const std::vector<store::TraceEvent>& framework, const std::map<std::string, std::string>& system_hosts,
+              JobSummary& job) {
   int64_t first = INT64_MAX, last = INT64_MIN;
   auto widen = [&](int64_t us) {
     first = std::min(first, us);
@@ -49,9 +86,11 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
     widen(e.start_us);
     widen(e.end_us);
   }
-  std::set<std::string> nodes, versions;
-  for (const auto& m : system) nodes.insert(m.node_id);
-  for (const auto& e : framework) nodes.insert(e.node_id);
+  std::set<std::string> nodes, versions, system_nodes, process_nodes;
+  for (const auto& m : system) system_nodes.insert(m.node_id);
+  for (const auto& e : framework) process_nodes.insert(e.node_id);
+  nodes.insert(system_nodes.begin(), system_nodes.end());
+  nodes.insert(process_nodes.begin(), process_nodes.end());
   if (samples != nullptr && samples->manifest) {
     const store::Manifest& m = *samples->manifest;
     job.has_manifest = true;
@@ -67,6 +106,7 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
     if (m.start_ns != 0) first = m.to_epoch_us(m.start_ns);
     if (m.end_ns != 0) last = m.to_epoch_us(m.end_ns);
     for (const auto& p : m.processes) {
+      if (!p.node_id.empty()) process_nodes.insert(p.node_id);
       JobProcess jp{p.pid, p.ppid, p.python_version, p.cmdline, p.samples, p.error};
       if (!p.python_version.empty()) versions.insert(p.python_version);
       job.processes.push_back(std::move(jp));
@@ -78,6 +118,7 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
   }
   job.python_versions.assign(versions.begin(), versions.end());
   job.nodes.assign(nodes.begin(), nodes.end());
+  job.machines = job_machines(system_nodes, process_nodes, system_hosts);
 }
 
 void fill_own_costs(const store::Manifest& m, AnalyzeReport& report) {
@@ -171,7 +212,8 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   SPROF_TRY(auto trace, store::read_trace_events(dir));
   report.warnings = trace.warnings;  // read_trace_events has logged them
 
-  fill_job(samples ? &*samples : nullptr, system, trace.events, report.job);
+  const std::map<std::string, std::string> system_hosts = store::system_node_hosts(dir);
+  fill_job(samples ? &*samples : nullptr, system, trace.events, system_hosts, report.job);
 
   // Steps and phases.
   report.outlier_stddev = outlier_stddev(options.rules);
@@ -247,6 +289,12 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   // System usage.
   summarize_system(system, report.system_coverage, report.system);
+  auto machine_of = [&](const std::string& node) {
+    auto host = system_hosts.find(node);
+    return host != system_hosts.end() ? host->second : node;
+  };
+  for (auto& c : report.system_coverage) c.machine = machine_of(c.node);
+  for (auto& row : report.system) row.machine = machine_of(row.node);
   if (manifest != nullptr) {
     fill_sysmon_manifest(*manifest, report);
     fill_own_costs(*manifest, report);
@@ -274,6 +322,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   input.profile_dir = dir;
   input.system = std::move(system);
   input.framework = std::move(trace.events);
+  input.system_hosts = system_hosts;
   if (gpu) {
     rules::add_kernel_utilization(gpu->trace, gpu->epoch_offset_ns, input);
     report.warnings.insert(report.warnings.end(), input.warnings.begin(), input.warnings.end());

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "sprof/analyze.hpp"
+#include "sprof/trace_events.hpp"
 
 namespace sprof::report {
 namespace {
@@ -16,24 +17,6 @@ double quantile(std::vector<double> v, double q) {
   size_t lo = size_t(at);
   size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (at - double(lo));
-}
-
-bool digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-// A process's node id in its two spellings: "<pid>-<host>" (stats directories, sprof.json) and
-// "algo-<n>-<pid>" (smdebug's normalised trace events). Returns {pid, host}; pid "" when none.
-std::pair<std::string, std::string> split_node_id(const std::string& id) {
-  size_t first = id.find('-');
-  if (first != std::string::npos && digits(std::string_view(id).substr(0, first))) {
-    return {id.substr(0, first), id.substr(first + 1)};
-  }
-  size_t last = id.rfind('-');
-  if (last != std::string::npos && digits(std::string_view(id).substr(last + 1))) {
-    return {id.substr(last + 1), id.substr(0, last)};
-  }
-  return {"", id};
 }
 
 }  // namespace
@@ -61,7 +44,7 @@ std::optional<AnalyzeReport::StepSkew> step_skew(const std::vector<StepRecord>& 
   for (const auto& [node, times] : by_node) {
     AnalyzeReport::RankStepTimes r;
     r.node_id = node;
-    auto [pid, host] = split_node_id(node);
+    auto [pid, host] = store::split_node_id(node);
     r.host = host;
     auto rank = ranks.find(node);
     if (rank == ranks.end() && !pid.empty()) rank = ranks.find(pid + "-" + host);

@@ -58,7 +58,7 @@ class BatchSize : public Rule {
         if (gpu_p95 < gpu_p95_ && memory_p95 < memory_p95_) {
           ++triggered_;
           ++violations_;
-          evidence_ = fmt::format("{}/{}: p95 CPU {}%, GPU {}%, GPU memory {}% (all below {}/{}/{}%)", node, gpu,
+          evidence_ = fmt::format("{}/{}: p95 CPU {}%, GPU {}%, GPU memory {}% (all below {}/{}/{}%)", machine(node), gpu,
                                   format_number(cpu_p95), format_number(gpu_p95), format_number(memory_p95),
                                   params_.str("cpu_threshold_p95"), params_.str("gpu_threshold_p95"),
                                   params_.str("gpu_memory_threshold_p95"));

@@ -91,7 +91,7 @@ class GpuMemoryIncrease : public Rule {
     for (const auto& [node, gpus] : triggers_) {
       for (const auto& [gpu, t] : gpus) {
         if (!text.empty()) text += "; ";
-        text += fmt::format("{}/{}: {} sample(s) with the moving average up more than {} points (last +{:.1f})", node,
+        text += fmt::format("{}/{}: {} sample(s) with the moving average up more than {} points (last +{:.1f})", machine(node),
                             gpu, t.count, params_.str("increase"), t.diff);
       }
     }

@@ -65,7 +65,7 @@ class LoadBalancing : public Rule {
           if (!std::isfinite(distance)) continue;
           if (distance > max_distance_) {
             max_distance_ = distance;
-            max_pair_ = fmt::format("{} {}/{}", node, gpu1, gpu2);
+            max_pair_ = fmt::format("{} {}/{}", machine(node), gpu1, gpu2);
           }
           if (distance > threshold_) {
             ++violations_;

@@ -86,7 +86,7 @@ class LowGpuUtilization : public Rule {
     append_box(entry, box, box.p25);
     details_[node][gpu] = std::move(entry);
     details_["last_timestamp"] = window_start;
-    auto& found = violations_per_gpu_[node + "/" + gpu];
+    auto& found = violations_per_gpu_[machine(node) + "/" + gpu];
     found.count += 1;
     found.last = std::move(why);
   }

@@ -61,7 +61,7 @@ class OverallSystemUsage : public Rule {
       if (!details_.contains(key)) continue;
       for (const auto& [node, stats] : details_[key].items()) {
         if (!text.empty()) text += ", ";
-        text += fmt::format("{} {} p50 {}% max {}%", node, key, stats["p50"].dump(), stats["max"].dump());
+        text += fmt::format("{} {} p50 {}% max {}%", machine(node), key, stats["p50"].dump(), stats["max"].dump());
       }
     }
     return text.empty() ? "no CPU, GPU or memory metrics" : text;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -79,8 +80,17 @@ class Rule {
   int64_t violations() const { return violations_; }
   int64_t datapoints() const { return datapoints_; }
   const Json& details() const { return details_; }
+  void set_system_hosts(const std::map<std::string, std::string>* hosts) { system_hosts_ = hosts; }
 
  protected:
+  // A system-metrics node id as its machine's host ("algo-1" -> "vm"), for evidence; itself
+  // when no sprof.json names it.
+  std::string machine(const std::string& node) const {
+    if (system_hosts_ == nullptr) return node;
+    auto it = system_hosts_->find(node);
+    return it != system_hosts_->end() ? it->second : node;
+  }
+  const std::map<std::string, std::string>* system_hosts_ = nullptr;
   int64_t triggered_ = 0;
   int64_t violations_ = 0;
   int64_t datapoints_ = 0;

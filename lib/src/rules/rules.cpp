@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/custom_rules.hpp"
+#include "sprof/manifest_sections.hpp"
 #include "sprof/profile_files.hpp"
 #include "rules/breakdown.hpp"
 #include "rules/gpu_utilization.hpp"
@@ -56,6 +57,7 @@ Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
   SPROF_TRY(auto traces, store::read_trace_events(profile_dir));
   input.framework = std::move(traces.events);
   input.warnings = std::move(traces.warnings);
+  input.system_hosts = store::system_node_hosts(profile_dir);
   add_kernel_utilization(profile_dir, input);
   return input;
 }
@@ -188,6 +190,7 @@ Result<RuleResult> run_one(const RuleDef& def, const Params& params, const Rules
                            bool compat) {
   RuleContext context{&input, compat, timeline.first_us};
   std::unique_ptr<Rule> rule = def.make(params, context);
+  rule->set_system_hosts(&input.system_hosts);
   int64_t scan = params.integer("scan_interval_us");
   if (!timeline.empty) {
     int64_t windows = (timeline.last_us - timeline.first_us) / scan + 1;

@@ -266,29 +266,34 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
 
 namespace {
 
-void add_ranks(const std::filesystem::path& dir, std::map<std::string, std::string>& out) {
+void visit_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn) {
   auto manifest = read_manifest(dir);
-  if (!manifest.ok()) return;
-  for (const auto& p : manifest->processes) {
-    if (!p.rank.empty()) out[p.node_id] = p.rank;
-  }
+  if (manifest.ok()) fn(*manifest);
 }
 
 }  // namespace
 
-std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir) {
-  std::map<std::string, std::string> ranks;
+void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn) {
   const ProfileFiles& files = files_for(dir);
-  if (files.kind(dir / kManifestFileName) == FileKind::file) add_ranks(dir, ranks);
+  if (files.kind(dir / kManifestFileName) == FileKind::file) visit_manifest(dir, fn);
   std::filesystem::path nodes = dir / "nodes";
   if (files.kind(nodes) == FileKind::directory) {
     auto entries = files.list(nodes);
     if (entries.ok()) {
       for (const auto& e : *entries) {
-        if (e.kind == FileKind::directory) add_ranks(e.path, ranks);
+        if (e.kind == FileKind::directory) visit_manifest(e.path, fn);
       }
     }
   }
+}
+
+std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> ranks;
+  for_each_manifest(dir, [&](const Manifest& manifest) {
+    for (const auto& p : manifest.processes) {
+      if (!p.rank.empty()) ranks[p.node_id] = p.rank;
+    }
+  });
   return ranks;
 }
 

@@ -116,6 +116,23 @@ std::string normalize_node_id(std::string_view node_id) {
   return fmt::format("{}-{}", node_id.substr(pos + 1), node_id.substr(0, pos));
 }
 
+NodeIdParts split_node_id(std::string_view id) {
+  auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (digits(id)) return {std::string(id), ""};
+  size_t first = id.find('-');
+  if (first != std::string_view::npos && digits(id.substr(0, first))) {
+    return {std::string(id.substr(0, first)), std::string(id.substr(first + 1))};
+  }
+  size_t last = id.rfind('-');
+  // "algo-1-51", not "algo-1" (a host alone: its number is the node's, not a process's).
+  if (last != std::string_view::npos && digits(id.substr(last + 1)) && id.substr(0, last).find('-') != std::string_view::npos) {
+    return {std::string(id.substr(last + 1)), std::string(id.substr(0, last))};
+  }
+  return {"", std::string(id)};
+}
+
 namespace {
 
 ArgValue to_arg_value(const nlohmann::json& v) {
