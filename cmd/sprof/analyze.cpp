@@ -24,6 +24,8 @@ struct AnalyzeCommandOptions {
   bool json = false;
   std::string fail_on;
   bool idle = false;
+  bool on_cpu = false;
+  bool all_threads = false;
   size_t top = 10;
   size_t slowest = 3;
   std::string html;  // --html FILE / report -o FILE
@@ -49,7 +51,8 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, 
   report::AnalyzeOptions analyze_options;
   analyze_options.rules.params = options.params;
   if (!custom.rules().empty()) analyze_options.rules.custom = &custom.rules();
-  analyze_options.include_idle = options.idle;
+  analyze_options.time_view.on_cpu = options.on_cpu;
+  analyze_options.time_view.all_threads = options.all_threads || options.idle;
   analyze_options.top_functions = options.top;
   analyze_options.slowest_steps = options.slowest;
   return analyze_options;
@@ -75,7 +78,11 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
 void add_content_options(CLI::App* sub, AnalyzeCommandOptions& options) {
   sub->add_option("-p,--param", options.params,
                   "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
-  sub->add_flag("--idle", options.idle, "Count idle samples in the top functions and job phases");
+  sub->add_flag("--on-cpu", options.on_cpu,
+                "Function tables of on-CPU time only (default: wall time, off-CPU time marked WAITING)");
+  sub->add_flag("--all-threads", options.all_threads,
+                "Function tables of every thread (default: the threads that run steps)");
+  sub->add_flag("--idle", options.idle, "Old spelling of --all-threads (wall time of every thread)");
   sub->add_option("--top", options.top, "Functions in the top-functions table")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

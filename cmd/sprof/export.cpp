@@ -25,6 +25,8 @@ struct ExportFlags {
   std::string output = "-";
   int pid = 0;
   bool idle = false;
+  bool on_cpu = false;
+  bool all_threads = false;
   bool gil = false;
   bool gzip = false;
   std::string title;
@@ -87,7 +89,9 @@ void add_export(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "flamegraph", "chrome"}));
   sub->add_option("-o,--output", flags->output, "Output file (default: standard output)");
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
-  sub->add_flag("--idle", flags->idle, "Include idle samples");
+  sub->add_flag("--on-cpu", flags->on_cpu, "On-CPU samples only (default: wall time, waits under a [waiting] frame)");
+  sub->add_flag("--all-threads", flags->all_threads, "Every thread (default: the threads that run steps)");
+  sub->add_flag("--idle", flags->idle, "Old spelling of --all-threads (every thread, wall time)");
   sub->add_flag("--gil", flags->gil, "Only samples of threads holding the GIL");
   add_run_selection_options(sub, flags->run, "samples");
   sub->add_option("--title", flags->title, "Flame graph title (default: the directory and the filter)");
@@ -96,8 +100,8 @@ void add_export(CLI::App& app, CommandList& commands) {
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, format_for(*flags));
     SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags->dir));
-    query::SampleFilter filter;
-    filter.include_idle = flags->idle;
+    const report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
+    query::SampleFilter filter = report::time_view_filter(view, profile);
     filter.gil_only = flags->gil;
     SPROF_TRY(filter.windows, selected_windows(*flags, profile));
     if (flags->pid != 0) {
@@ -131,6 +135,7 @@ void add_export(CLI::App& app, CommandList& commands) {
       what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
                          counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);
       if (counts.annotations > 0) what += fmt::format(", {} tasks, markers and counters", counts.annotations);
+      what += "; Python slices: " + view.describe();
     } else {
       uint64_t samples = 0;
       if (format == "speedscope") {
@@ -139,15 +144,15 @@ void add_export(CLI::App& app, CommandList& commands) {
         report::FlamegraphOptions graph;
         graph.title = !flags->title.empty()
                           ? flags->title
-                          : fmt::format("{}: {}{}{}", flags->dir, flags->idle ? "all samples" : "on-CPU samples",
+                          : fmt::format("{}: {}{}{}", flags->dir, view.describe(),
                                         flags->gil ? ", GIL holders" : "",
                                         flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
         samples = report::write_flamegraph_svg(profile, filter, graph, text);
       } else {
         samples = report::write_collapsed(profile, filter, text);
       }
-      if (samples == 0) spdlog::warn("no samples matched (idle samples need --idle)");
-      what = fmt::format("{} samples", samples);
+      if (samples == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", view.describe());
+      what = fmt::format("{} samples, {}", samples, view.describe());
     }
     if (flags->gzip || ends_with(flags->output, ".gz")) text = store::gzip(text);
     if (flags->output == "-") {

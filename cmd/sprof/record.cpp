@@ -34,6 +34,8 @@ struct RecordFlags {
   bool blocking = false;
   bool nonblocking = false;
   bool idle = false;
+  bool on_cpu = false;
+  bool all_threads = false;
   bool gil = false;
   std::string output;
   // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
@@ -121,11 +123,12 @@ void print_summary(const launch::RecordResult& result, const RecordFlags& flags)
     spdlog::warn("cannot read back the profile for the summary: {}", profile.error().message);
     return;
   }
-  query::SampleFilter filter;
-  filter.include_idle = flags.idle;
+  report::TimeView view{flags.on_cpu, flags.all_threads || flags.idle};
+  query::SampleFilter filter = report::time_view_filter(view, *profile);
   filter.gil_only = flags.gil;
   report::SampleSummary summary = report::summarize(*profile, filter, 10);
-  fmt::print(stderr, "{}", render::record_summary_text(result.manifest, summary, filter));
+  std::string what = view.describe() + (flags.gil ? ", GIL holders" : "");
+  fmt::print(stderr, "{}", render::record_summary_text(result.manifest, summary, what));
 }
 
 // --- Profiling windows and deterministic mode (--python-profiler cprofile) ---------------------
@@ -184,7 +187,10 @@ void add_record(CLI::App& app, CommandList& commands) {
       ->capture_default_str();
   sub->add_flag("--force", flags->options.force, "Replace an existing profile directory");
   sub->add_flag("--subprocesses", flags->options.subprocesses, "Also sample descendant processes (DataLoader workers, spawn, torchrun)");
-  sub->add_flag("--idle", flags->idle, "Include idle threads in the summary");
+  sub->add_flag("--on-cpu", flags->on_cpu, "The summary's functions by on-CPU time only (default: wall time)");
+  sub->add_flag("--all-threads", flags->all_threads,
+                "The summary's functions of every thread (default: the threads that run steps)");
+  sub->add_flag("--idle", flags->idle, "Old spelling of --all-threads in the summary");
   sub->add_flag("--gil", flags->gil, "Only count threads holding the GIL in the summary");
   auto* blocking = sub->add_flag("--blocking", flags->blocking, "Pause Python threads while reading their stacks");
   auto* nonblocking =

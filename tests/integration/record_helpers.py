@@ -22,9 +22,18 @@ def marker_line(path, marker):
     raise AssertionError("marker %r not found in %s" % (marker, path))
 
 
+VIEW_FLAGS = ("--on-cpu", "--all-threads", "--idle")
+
+
+def sampler_view(flags):
+    """These tests check what the sampler caught in every thread: without a view flag of their
+    own, on-CPU samples of every thread (export's default is the step threads' wall time)."""
+    return flags if any(f in VIEW_FLAGS for f in flags) else flags + ("--on-cpu", "--all-threads")
+
+
 def collapsed(profile_dir, *flags):
     """sprof export -f collapsed as {stack line: count}."""
-    proc = run_sprof("export", profile_dir, "-f", "collapsed", *flags, check=0)
+    proc = run_sprof("export", profile_dir, "-f", "collapsed", *sampler_view(flags), check=0)
     stacks = {}
     for line in proc.stdout.splitlines():
         stack, _, count = line.rpartition(" ")
@@ -62,5 +71,5 @@ def manifest(profile_dir):
 
 
 def speedscope(profile_dir, *flags):
-    proc = run_sprof("export", profile_dir, "-f", "speedscope", *flags, check=0)
+    proc = run_sprof("export", profile_dir, "-f", "speedscope", *sampler_view(flags), check=0)
     return json.loads(proc.stdout)

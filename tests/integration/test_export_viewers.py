@@ -103,7 +103,7 @@ class FlamegraphExportTest(TempDirTestCase):
         root = self.check_against_collapsed(["export", PROFILE, "-f", "flamegraph"],
                                             ["export", PROFILE, "-f", "collapsed"])
         title = root.find(SVG + "text[@id='title']").text
-        self.assertIn("on-CPU samples", title)
+        self.assertIn("wall time of the step threads", title)  # export's default view
 
     def test_idle_samples_and_name_inference(self):
         svg = os.path.join(self.tmp, "all.svg")

@@ -115,6 +115,37 @@ class InputWait(TempDirTestCase):
         # Wall time while waiting: what was sampled then is no more than the waits themselves.
         self.assertLessEqual(it["wait_sampled_s"], loop["input_wait_s"] * 1.001 + 0.011)
 
+        # The sleeping loader is in view by default everywhere (the step thread's wall time, the
+        # waits marked), and leaves with --on-cpu.
+        functions = report["functions"]
+        self.assertEqual(functions["time_view"]["description"], "wall time of the step threads")
+        top = functions["top"][0]
+        self.assertEqual(top["function"], "load_batch", functions["top"][:3])
+        self.assertGreater(top["waiting_s"], 0.9 * top["self_s"])
+        self.assertGreater(top["self_s"], 0.5 * sum(own["waits"]))
+        on_cpu = json.loads(run_sprof("analyze", profile, "--json", "--on-cpu", check=EXIT_OK).stdout)["functions"]
+        self.assertEqual(on_cpu["time_view"]["description"], "on-CPU time of the step threads")
+        self.assertNotIn("load_batch", [f["function"] for f in on_cpu["top"][:1]])
+        text = run_sprof("analyze", profile, check=EXIT_OK).stdout
+        self.assertIn("TOP FUNCTIONS (self time: wall time of the step threads; WAITING: of it off-CPU)", text)
+        folded_path = os.path.join(self.tmp, "plain.folded")
+        folded = run_sprof("export", profile, "-o", folded_path, check=EXIT_OK)
+        with open(folded_path) as f:
+            lines = f.read().splitlines()
+        waiting = sum(int(line.rpartition(" ")[2]) for line in lines
+                      if "load_batch (" in line and line.rpartition(" ")[0].endswith(";[waiting]"))
+        self.assertGreater(waiting, 0.5 * sum(own["waits"]) * 100, "load_batch's waits in the export")  # 100 Hz
+        self.assertIn("wall time of the step threads", folded.stderr)
+        page = os.path.join(self.tmp, "plain.html")
+        run_sprof("report", profile, "-o", page, check=EXIT_OK)
+        with open(page) as f:
+            data = json.loads(re.search(r'<script type="application/json" id="sprof-data">(.*?)</script>', f.read(),
+                                        re.S).group(1).replace("<\\/", "</"))
+        first = data["flames"][0]
+        self.assertEqual(first["label"], "whole run, wall time of the step threads")
+        self.assertIn('"load_batch (', json.dumps(first["root"]))
+        self.assertIn('"[waiting]"', json.dumps(first["root"]))
+
 
 if __name__ == "__main__":
     unittest.main()

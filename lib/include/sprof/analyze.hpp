@@ -24,7 +24,7 @@ struct AnalyzeOptions {
   size_t phase_functions = 3;  // per job phase
   size_t slowest_steps = 3;
   size_t step_functions = 5;   // per slow step
-  bool include_idle = false;   // idle samples in the overall and per-phase top functions
+  TimeView time_view;          // which samples the functions of the run, phases and steps read
   size_t gpu_kernels = 5;      // top kernels in the GPU section
   size_t gpu_call_sites = 5;   // top call sites in the GPU section
 };
@@ -174,7 +174,7 @@ struct AnalyzeReport {
   double wait_sampled_s = 0;           // their summed weight
 
   bool has_samples = false;
-  bool include_idle = false;  // AnalyzeOptions::include_idle: idle samples in the top functions
+  TimeView time_view;         // AnalyzeOptions::time_view: what the function tables show
   SampleSummary samples;  // overall, top functions by self time
   std::string samples_note;
 

@@ -11,7 +11,8 @@
 namespace sprof::render {
 
 // `summary` was made with `filter` (which samples the top functions count).
+// `what`: which samples the summary's functions read ("wall time of the step threads", ...).
 std::string record_summary_text(const store::Manifest& manifest, const report::SampleSummary& summary,
-                                const query::SampleFilter& filter);
+                                const std::string& what);
 
 }  // namespace sprof::render

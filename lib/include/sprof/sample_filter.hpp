@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "sprof/modes.hpp"
@@ -30,6 +32,9 @@ struct SampleFilter {
   std::optional<int32_t> pid;
   // Only samples inside these windows (sorted by pid, then begin; disjoint). Unset: all.
   std::optional<std::vector<SampleWindow>> windows;
+  // Only these threads (native tids) of the processes named (step_threads); a process the map
+  // does not name keeps every thread. Unset: every thread.
+  std::optional<std::map<int32_t, std::set<int32_t>>> threads;
 
   bool keeps(const store::SampleRecord& r) const {
     if (r.stack == 0) return false;
@@ -40,7 +45,20 @@ struct SampleFilter {
   }
   // Whether any of this process's samples can be kept (its pid and windows).
   bool keeps_process(int32_t process_pid) const;
+  // The thread indexes of `log` that `threads` keeps, as a mask; empty: all of them.
+  std::vector<bool> thread_mask(const store::SampleLog& log) const;
+  bool keeps(const store::SampleRecord& r, const std::vector<bool>& mask) const {
+    if (!mask.empty() && (r.thread >= mask.size() || !mask[r.thread])) return false;
+    return keeps(r);
+  }
 };
+
+// The threads that run a job's steps, by pid (native tids): each step's thread from the step
+// timeline, and no thread of a process that ran none (a DataLoader worker); in a job without
+// steps, each process's main thread (tid == pid) when it was sampled. The views that answer
+// "where does my loop's time go" read these threads by default.
+std::map<int32_t, std::set<int32_t>> step_threads(const timeline::StepTimeline& steps,
+                                                  const std::vector<const store::SampleLog*>& logs);
 
 // The windows of the steps of `steps` whose mode is `mode` (any when unset) and whose number lies
 // in first..last (inclusive; an unset bound is open), per process, sorted and disjoint.

@@ -23,6 +23,7 @@ struct FunctionTime {
   std::string file;
   int32_t first_line = 0;
   double self_s = 0;   // leaf of the sample
+  double waiting_s = 0;  // of self_s, off-CPU (idle samples): the thread waited there
   double total_s = 0;  // anywhere on the stack (once per sample)
   uint64_t self_samples = 0;
 };
@@ -41,6 +42,24 @@ struct SampleSummary {
 };
 
 SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter& filter, size_t top_n);
+
+// Which samples the views that answer "where does my loop's time go" read (analyze, report,
+// export): by default the wall time of the threads that run steps (query::step_threads), idle
+// samples included and marked as waiting; on_cpu leaves idle samples out; all_threads reads every
+// thread. One default for every such view, and each says which it shows (describe()).
+struct TimeView {
+  bool on_cpu = false;
+  bool all_threads = false;
+  std::string describe() const;  // "wall time of the step threads", "on-CPU time of every thread", ...
+};
+
+// The filter a TimeView reads `samples` through; the step threads come from the profile's step
+// timeline (markers/) when it has one, else each process's main thread.
+SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples& samples);
+
+// The leaf frame the stack views add under an idle sample's stack: the thread waited there
+// (off-CPU), which wall-time views show and on-CPU views leave out.
+inline constexpr const char* kWaitingFrame = "[waiting]";
 
 // Every distinct stack the filter keeps, root first, with its sample count; frames spelled
 // "name (file:line)" as py-spy does, with a `process PID:"command"` root frame when more than one

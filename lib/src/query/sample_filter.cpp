@@ -12,6 +12,37 @@ bool SampleFilter::keeps_process(int32_t process_pid) const {
   return std::any_of(windows->begin(), windows->end(), [&](const SampleWindow& w) { return w.pid == process_pid; });
 }
 
+std::vector<bool> SampleFilter::thread_mask(const store::SampleLog& log) const {
+  if (!threads) return {};
+  auto it = threads->find(log.pid());
+  if (it == threads->end()) return {};
+  std::vector<bool> mask(log.threads().size(), false);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = it->second.contains(log.threads()[i].native_tid);
+  return mask;
+}
+
+std::map<int32_t, std::set<int32_t>> step_threads(const timeline::StepTimeline& steps,
+                                                  const std::vector<const store::SampleLog*>& logs) {
+  std::map<int32_t, std::set<int32_t>> out;
+  for (const timeline::ProcessTimeline& p : steps.processes) {
+    for (const timeline::Step& s : p.steps) {
+      if (s.tid != 0) out[p.pid].insert(s.tid);
+    }
+  }
+  const bool any_steps = !out.empty();
+  for (const store::SampleLog* log : logs) {
+    if (out.contains(log->pid())) continue;
+    if (any_steps) {
+      out[log->pid()];  // a process that ran no step (a DataLoader worker) is not the loop
+      continue;
+    }
+    for (const auto& t : log->threads()) {
+      if (t.native_tid == log->pid()) out[log->pid()].insert(t.native_tid);
+    }
+  }
+  return out;
+}
+
 std::vector<SampleWindow> step_windows(const timeline::StepTimeline& steps, std::optional<Mode> mode,
                                        std::optional<int64_t> first, std::optional<int64_t> last) {
   std::vector<SampleWindow> out;

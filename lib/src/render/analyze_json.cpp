@@ -19,6 +19,7 @@ Json top_functions_json(const std::vector<FunctionTime>& top) {
                    {"file", f.file},
                    {"line", f.first_line},
                    {"self_s", f.self_s},
+                   {"waiting_s", f.waiting_s},
                    {"total_s", f.total_s},
                    {"self_samples", f.self_samples}});
   }
@@ -164,6 +165,10 @@ std::string analyze_json(const AnalyzeReport& r) {
   }
 
   Json functions;
+  // What every function table of the page reads (the run's, the phases', the slowest steps').
+  functions["time_view"] = {{"description", r.time_view.describe()},
+                            {"on_cpu", r.time_view.on_cpu},
+                            {"all_threads", r.time_view.all_threads}};
   if (r.has_samples) {
     functions["samples"] = r.samples.samples;
     functions["kept_samples"] = r.samples.kept_samples;

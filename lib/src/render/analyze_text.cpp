@@ -143,7 +143,7 @@ void render_phases(std::string& out, const report::AnalyzeReport& r, bool color,
     out += "  (" + r.phases_note + ")\n";
     return;
   }
-  TextTable t({"PHASE", "START", "DURATION", "SHARE", "TOP FUNCTIONS (self time)"});
+  TextTable t({"PHASE", "START", "DURATION", "SHARE", fmt::format("TOP FUNCTIONS (self, {})", r.time_view.describe())});
   for (const auto& p : r.phases) {
     std::string top;
     for (const auto& f : p.top) {
@@ -252,7 +252,7 @@ void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, 
   render_skew(out, r, color, width);
 
   heading(out, color,
-          r.has_samples ? "SLOWEST STEPS (wall clock: the step's process, idle samples included)" : "SLOWEST STEPS");
+          r.has_samples ? fmt::format("SLOWEST STEPS ({})", r.time_view.describe()) : std::string("SLOWEST STEPS"));
   for (const auto& s : r.slowest_steps) {
     out += fmt::format("  {} step {} ({}, pid {}): {} at +{:.3f} s{}\n", s.mode, s.step.empty() ? "?" : s.step, s.node,
                        s.pid, seconds_text(s.seconds()), static_cast<double>(s.start_us - r.job.start_us) / 1e6,
@@ -270,20 +270,26 @@ void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, 
   if (!r.has_samples) out += "  (no samples: functions per step unknown)\n";
 }
 
-void render_functions(std::string& out, const report::AnalyzeReport& r, bool color, bool idle, size_t width) {
-  heading(out, color, fmt::format("TOP FUNCTIONS (self time, {})", idle ? "idle samples included" : "idle excluded"));
+void render_functions(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
+  const bool wall = !r.time_view.on_cpu;
+  heading(out, color, fmt::format("TOP FUNCTIONS (self time: {}{})", r.time_view.describe(),
+                                  wall ? "; WAITING: of it off-CPU" : ""));
   if (!r.has_samples || r.samples.top.empty()) {
     out += "  (" + (r.samples_note.empty() ? std::string("no samples") : r.samples_note) + ")\n";
     return;
   }
   out += fmt::format("  {} samples ({} kept, {:.2f} s) from {} process(es), {} thread(s)\n", r.samples.samples,
                      r.samples.kept_samples, r.samples.kept_s, r.samples.processes, r.samples.threads);
-  TextTable t({"SELF%", "TOTAL%", "SELF", "FUNCTION (file:line)"});
+  std::vector<std::string> header{"SELF%", "TOTAL%", "SELF", "FUNCTION (file:line)"};
+  if (wall) header.insert(header.begin() + 3, "WAITING");
+  TextTable t(header);
   for (const auto& f : r.samples.top) {
-    t.add_row({{fmt::format("{:.1f}%", 100.0 * f.self_s / r.samples.kept_s), ""},
-               {fmt::format("{:.1f}%", 100.0 * f.total_s / r.samples.kept_s), ""},
-               {seconds_text(f.self_s), ""},
-               {function_text(f), ""}});
+    std::vector<TableCell> row{{fmt::format("{:.1f}%", 100.0 * f.self_s / r.samples.kept_s), ""},
+                               {fmt::format("{:.1f}%", 100.0 * f.total_s / r.samples.kept_s), ""},
+                               {seconds_text(f.self_s), ""},
+                               {function_text(f), ""}};
+    if (wall) row.insert(row.begin() + 3, {f.self_s > 0 ? fmt::format("{:.0f}%", 100.0 * f.waiting_s / f.self_s) : "-", ""});
+    t.add_row(row);
   }
   out += indent(t.render(color, width > 2 ? width - 2 : 0));
 }
@@ -394,7 +400,7 @@ std::string analyze_text(const report::AnalyzeReport& r, const TextStyle& style)
   render_job(out, r, color, width);
   render_phases(out, r, color, width);
   render_steps(out, r, color, width);
-  render_functions(out, r, color, r.include_idle, width);
+  render_functions(out, r, color, width);
   render_system(out, r, color, width);
   render_gpu(out, r, color, width);
   render_rules(out, r, color, width);

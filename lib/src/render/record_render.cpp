@@ -13,7 +13,7 @@ std::string shorten(const std::string& path, size_t max) {
 }  // namespace
 
 std::string record_summary_text(const store::Manifest& manifest, const report::SampleSummary& s,
-                                const query::SampleFilter& filter) {
+                                const std::string& what) {
   std::string out = fmt::format(
       "sprof: sampled {:.1f} s: {} samples from {} process{}, {} thread{}; {:.2f}% invalid ({} of {})\n", s.duration_s,
       s.samples, s.processes, s.processes == 1 ? "" : "es", s.threads, s.threads == 1 ? "" : "s",
@@ -24,9 +24,6 @@ std::string record_summary_text(const store::Manifest& manifest, const report::S
                        h.late_ticks, h.ticks, h.max_lag_ms, h.achieved_rate_hz, manifest.rate_hz);
   }
   if (!s.top.empty() && s.kept_s > 0) {
-    std::string what = filter.gil_only       ? "GIL-holding samples"
-                       : filter.include_idle ? "all samples"
-                                             : "idle samples excluded";
     out += fmt::format("Top functions by self time ({}, {:.2f} s):\n", what, s.kept_s);
     out += fmt::format("  {:>6}  {:>6}  {:>9}  {}\n", "self%", "total%", "self s", "function (file:line)");
     for (const auto& f : s.top) {

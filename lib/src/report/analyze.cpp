@@ -202,7 +202,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   AnalyzeReport report;
   report.dir = dir;
-  report.include_idle = options.include_idle;
+  report.time_view = options.time_view;
   std::optional<store::ProfileSamples> samples;
   if (sprof_profile) {
     SPROF_TRY(auto loaded, store::load_profile_samples(dir));
@@ -247,31 +247,30 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   if (sample_count == 0) {
     report.samples_note = samples ? "the profile holds no samples" : "no raw samples (not recorded by sprof record)";
   } else {
-    SampleFilter filter;
-    filter.include_idle = options.include_idle;
-    report.samples = summarize(*samples, filter, options.top_functions);
+    report.samples = summarize(*samples, time_view_filter(options.time_view, *samples), options.top_functions);
     report.has_samples = true;
-    if (report.samples.kept_samples == 0) report.samples_note = "every sample was idle (try --idle)";
+    if (report.samples.kept_samples == 0) {
+      report.samples_note = options.time_view.on_cpu ? "every sample was idle (leave out --on-cpu)"
+                                                     : "no sample of these threads (try --all-threads)";
+    }
   }
   if (report.has_samples && manifest != nullptr) {
     auto to_ns = [manifest](int64_t epoch_us) {
       return epoch_us * 1000 - manifest->clock_realtime_ns + manifest->clock_monotonic_ns;
     };
-    SampleFilter filter;
-    filter.include_idle = options.include_idle;
+    const SampleFilter filter = time_view_filter(options.time_view, *samples);
     for (auto& phase : report.phases) {
       phase.top = window_functions(*samples, filter, to_ns(phase.start_us), to_ns(phase.end_us),
                                    options.phase_functions).top;
     }
-    // The slowest steps in wall-clock terms: idle samples included, so waiting shows up too.
+    // The slowest steps, read as everything else (by default wall time: waiting shows up too).
     std::vector<size_t> order(steps.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return steps[a].seconds() > steps[b].seconds(); });
     for (size_t k = 0; k < order.size() && k < options.slowest_steps; ++k) {
       StepRecord s = steps[order[k]];
-      SampleFilter step_filter;
-      step_filter.include_idle = true;
+      SampleFilter step_filter = filter;
       step_filter.pid = static_cast<int32_t>(s.pid);
       WindowFunctions w = window_functions(*samples, step_filter, to_ns(s.start_us), to_ns(s.end_us),
                                            options.step_functions);

@@ -68,9 +68,7 @@ void summarize_iterations(std::vector<StepRecord>& steps, const std::vector<stor
       for (const auto& [from, to] : windows->second) {
         p.log.for_each_overlap(from, to, [&](const store::SampleRecord& r, int64_t overlap_ns) {
           if (r.stack == 0 || std::find(threads.begin(), threads.end(), r.thread) == threads.end()) return;
-          auto& agg = by_stack[r.stack];
-          ++agg.samples;
-          agg.weight_ns += overlap_ns;
+          by_stack[r.stack].add(r, overlap_ns);
         });
       }
       table.add(p.log, by_stack);

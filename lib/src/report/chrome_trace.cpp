@@ -130,13 +130,14 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
       s.open.pop_back();
     }
   };
+  const std::vector<bool> mask = filter.thread_mask(log);
   query::for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
     ThreadState& s = threads[r.thread];
     // A gap (idle samples filtered out, a paused sampler) ends what was open.
     if (!s.open.empty() && r.time_ns - s.last_ns > 2 * std::max<int64_t>(s.last_weight, 1'000'000)) {
       close_from(r.thread, 0, s.last_ns + s.last_weight);
     }
-    if (!filter.keeps(r)) {
+    if (!filter.keeps(r, mask)) {
       if (!s.open.empty()) close_from(r.thread, 0, r.time_ns);
       return;
     }

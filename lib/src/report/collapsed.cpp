@@ -44,13 +44,15 @@ std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
     if (!filter.keeps_process(log.pid())) continue;
-    std::unordered_map<uint32_t, uint64_t> counts;
+    // By stack id, twice for idle samples (id | 1 << 32), whose stacks end in kWaitingFrame.
+    std::unordered_map<uint64_t, uint64_t> counts;
+    const std::vector<bool> mask = filter.thread_mask(log);
     for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
-      if (filter.keeps(r)) ++counts[r.stack];
+      if (filter.keeps(r, mask)) ++counts[r.stack | (r.idle() ? uint64_t{1} << 32 : 0)];
     });
     const std::string prefix = processes > 1 ? process_frame(p) : std::string();
-    for (const auto& [stack, count] : counts) {
-      log.stack_frames(stack, frames);
+    for (const auto& [key, count] : counts) {
+      log.stack_frames(static_cast<uint32_t>(key), frames);
       std::vector<std::string> names;
       if (!prefix.empty()) names.push_back(prefix);
       for (size_t i = frames.size(); i-- > 0;) {
@@ -63,6 +65,7 @@ std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const
         name += fmt::format(":{})", frame.line);
         names.push_back(std::move(name));
       }
+      if (key >> 32) names.push_back(kWaitingFrame);
       stacks[std::move(names)] += count;
     }
   }

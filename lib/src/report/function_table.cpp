@@ -17,6 +17,7 @@ void FunctionTable::add(const store::SampleLog& log, const ByStack& by_stack) {
       FunctionTime& t = functions_[Key{f.file, f.name, f.first_line}];
       if (i == 0) {
         t.self_s += seconds;
+        t.waiting_s += static_cast<double>(agg.waiting_ns) / 1e9;
         t.self_samples += agg.samples;
       }
       if (std::find(seen_.begin(), seen_.end(), fn) == seen_.end()) {  // recursion counts once

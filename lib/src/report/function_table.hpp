@@ -19,6 +19,12 @@ class FunctionTable {
   struct StackWeight {
     uint64_t samples = 0;
     int64_t weight_ns = 0;
+    int64_t waiting_ns = 0;  // of it, from idle samples (the thread was off-CPU)
+    void add(const store::SampleRecord& r, int64_t ns) {
+      ++samples;
+      weight_ns += ns;
+      if (r.idle()) waiting_ns += ns;
+    }
   };
   // Samples of one log aggregated by stack id first: far fewer stacks than samples.
   using ByStack = std::unordered_map<uint32_t, StackWeight>;

@@ -75,11 +75,13 @@ void add_flames(const AnalyzeReport& report, const store::ProfileSamples& sample
                 ReportViews& views) {
   const store::Manifest& m = *samples.manifest;
   auto to_ns = [&m](int64_t epoch_us) { return epoch_us * 1000 - m.clock_realtime_ns + m.clock_monotonic_ns; };
-  SampleFilter on_cpu;
-  views.flames.push_back(build_view(samples, on_cpu, "all", "whole run, on-CPU", options.min_share));
-  SampleFilter all;
-  all.include_idle = true;
-  views.flames.push_back(build_view(samples, all, "idle", "whole run, idle included", options.min_share));
+  // The page's own view (analyze's: by default the step threads' wall time, waits marked
+  // [waiting]) first, then its opposite number: on-CPU time of every thread, or wall time.
+  const SampleFilter page = time_view_filter(report.time_view, samples);
+  views.flames.push_back(build_view(samples, page, "all", "whole run, " + report.time_view.describe(), options.min_share));
+  TimeView other{!report.time_view.on_cpu, !report.time_view.on_cpu || report.time_view.all_threads};
+  views.flames.push_back(build_view(samples, time_view_filter(other, samples), "other",
+                                    "whole run, " + other.describe(), options.min_share));
 
   // Modes, in the order they first ran.
   std::vector<std::string> modes;
@@ -91,21 +93,23 @@ void add_flames(const AnalyzeReport& report, const store::ProfileSamples& sample
     for (const StepRecord& s : report.steps) {
       if (s.mode == mode) windows.push_back({static_cast<int32_t>(s.pid), to_ns(s.start_us), to_ns(s.end_us)});
     }
-    SampleFilter f;
+    SampleFilter f = page;
     f.windows = normalized(std::move(windows));
-    views.flames.push_back(build_view(samples, f, "mode:" + mode, fmt::format("{} steps, on-CPU", mode), options.min_share));
+    views.flames.push_back(build_view(samples, f, "mode:" + mode,
+                                      fmt::format("{} steps, {}", mode, report.time_view.describe()), options.min_share));
   }
   // Job phases: every process's samples in the phase's time.
   for (const JobPhase& phase : report.phases) {
     std::vector<SampleWindow> windows;
     for (const auto& p : samples.processes) windows.push_back({p.log.pid(), to_ns(phase.start_us), to_ns(phase.end_us)});
-    SampleFilter f;
+    SampleFilter f = page;
     f.windows = normalized(std::move(windows));
-    views.flames.push_back(build_view(samples, f, "phase:" + phase.name, fmt::format("phase {}, on-CPU", phase.name),
+    views.flames.push_back(build_view(samples, f, "phase:" + phase.name,
+                                      fmt::format("phase {}, {}", phase.name, report.time_view.describe()),
                                       options.min_share));
   }
-  // Steps, longest first up to the cap, then listed in run order; idle included: a step that
-  // waits (for data, for the GPU) shows where.
+  // Steps, longest first up to the cap, then listed in run order, in the page's view (by default
+  // wall time: a step that waits, for data or the GPU, shows where).
   std::vector<size_t> order(report.steps.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -117,12 +121,11 @@ void add_flames(const AnalyzeReport& report, const store::ProfileSamples& sample
   std::sort(order.begin(), order.end());
   for (size_t i : order) {
     const StepRecord& s = report.steps[i];
-    SampleFilter f;
-    f.include_idle = true;
+    SampleFilter f = page;
     f.windows = std::vector<SampleWindow>{{static_cast<int32_t>(s.pid), to_ns(s.start_us), to_ns(s.end_us)}};
     views.flames.push_back(build_view(samples, f, fmt::format("step:{}:{}:{}", s.pid, s.mode, s.step),
-                                      fmt::format("{} step {} (pid {}, {:.3f} s), idle included", s.mode, s.step,
-                                                  s.pid, s.seconds()),
+                                      fmt::format("{} step {} (pid {}, {:.3f} s), {}", s.mode, s.step, s.pid,
+                                                  s.seconds(), report.time_view.describe()),
                                       options.min_share));
   }
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "report/function_table.hpp"
+#include "sprof/layout.hpp"
 #include "sprof/sample_report.hpp"
 
 namespace sprof::report {
@@ -19,15 +20,14 @@ SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter
     if (log.sample_count() > 0) ++s.processes;
     s.threads += log.threads().size();
     FunctionTable::ByStack by_stack;
+    const std::vector<bool> mask = filter.thread_mask(log);
     log.for_each_sample([&](const store::SampleRecord& r) {
       ++s.samples;
       first = std::min(first, r.time_ns);
       last = std::max(last, r.time_ns);
       if (r.idle()) ++s.idle_samples;
-      if (!filter.keeps(r)) return;
-      auto& agg = by_stack[r.stack];
-      ++agg.samples;
-      agg.weight_ns += r.weight_ns;
+      if (!filter.keeps(r, mask)) return;
+      by_stack[r.stack].add(r, r.weight_ns);
     });
     table.add(log, by_stack);
   }
@@ -38,6 +38,29 @@ SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter
   s.kept_s = table.seconds();
   s.top = table.top(top_n);
   return s;
+}
+
+}  // namespace sprof::report
+
+namespace sprof::report {
+
+std::string TimeView::describe() const {
+  return std::string(on_cpu ? "on-CPU time" : "wall time") + (all_threads ? " of every thread" : " of the step threads");
+}
+
+SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples& samples) {
+  SampleFilter filter;
+  filter.include_idle = !view.on_cpu;
+  if (view.all_threads) return filter;
+  timeline::StepTimeline steps;
+  if (store::detect(samples.dir).markers) {
+    auto read = timeline::read_step_timeline(samples.dir);
+    if (read.ok()) steps = std::move(*read);  // else each process's main thread
+  }
+  std::vector<const store::SampleLog*> logs;
+  for (const auto& p : samples.processes) logs.push_back(&p.log);
+  filter.threads = query::step_threads(steps, logs);
+  return filter;
 }
 
 }  // namespace sprof::report

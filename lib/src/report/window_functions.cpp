@@ -12,11 +12,9 @@ WindowFunctions window_functions(const store::ProfileSamples& profile, const Sam
     if (filter.pid && log.pid() != *filter.pid) continue;
     if (log.sample_count() == 0 || log.last_ns() < from_ns) continue;
     FunctionTable::ByStack by_stack;
+    const std::vector<bool> mask = filter.thread_mask(log);
     log.for_each_overlap(from_ns, to_ns, [&](const store::SampleRecord& r, int64_t overlap_ns) {
-      if (!filter.keeps(r)) return;
-      auto& agg = by_stack[r.stack];
-      ++agg.samples;
-      agg.weight_ns += overlap_ns;
+      if (filter.keeps(r, mask)) by_stack[r.stack].add(r, overlap_ns);
     });
     table.add(log, by_stack);
   }
