@@ -22,6 +22,7 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from browser_testlib import BrowserTestCase, screenshots_dir
+from chrome_trace_checks import coverage, nesting_problems
 from sprof_testlib import SOURCE_DIR, TempDirTestCase, run_sprof
 
 PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
@@ -281,8 +282,9 @@ class SpeedscopeBrowserTest(BrowserTestCase):
 
     def test_chrome_trace_export(self):
         # The Chrome trace (Trace Event Format): speedscope imports its slices, one profile per
-        # thread; the first thread's heaviest rows by self time are its steps (their self time
-        # is what no sample covers) and the training script's functions.
+        # thread; the first thread's heaviest rows by self time are the training script's
+        # functions (the Python slices cover the steps whole: steps keep little self time), the
+        # sleeping checkpoint among them (wall time is export's default).
         path = os.path.join(self.tmp, "train.trace.json")
         run_sprof("export", PROFILE, "-f", "chrome", "-o", path, check=0)
         imported, probe = self.load(path, "speedscope-chrome-trace.png")
@@ -290,9 +292,28 @@ class SpeedscopeBrowserTest(BrowserTestCase):
         self.assertTrue(probe["found"], probe)
         self.assertEqual(probe["title"], "train.trace.json - speedscope")
         names = [c.split(" {")[0] for c in probe["cells"][2::3]]
-        self.assertIn("Step:ModeKeys.TRAIN", names, probe)
-        self.assertIn("forward_backward", names, probe)
-        self.assertIn("load_batch", names, probe)
+        self.assertEqual(names[0], "busy", probe)
+        self.assertIn("slow_checkpoint", names, probe)
+        with open(path) as f:
+            slices = {e["name"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X"}
+        self.assertTrue({"Step:ModeKeys.TRAIN", "forward_backward", "load_batch"} <= slices, slices)
+
+    def test_chrome_trace_nests_as_written(self):
+        # Issue 26: stacks drawn upside down (equal slices leaf first), Python slices crossing step
+        # edges (dropped by viewers), holes where the sampling interval jittered, timestamps finer
+        # than a double holds. The golden profile's steps run on the sampled thread.
+        path = os.path.join(self.tmp, "train.trace.json")
+        run_sprof("export", PROFILE, "-f", "chrome", "-o", path, check=0)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+        partial, upside_down, fractional = nesting_problems(events)
+        self.assertEqual(partial[:3], [])
+        self.assertEqual(upside_down[:3], [])
+        self.assertEqual(fractional, 0)
+        module = [e for e in events if e.get("ph") == "X" and e["name"] == "<module>"][0]
+        # The script's <module> frame is on every sample of the main thread: its slices cover its
+        # span but for the one gap an off-CPU stretch of the runtime leaves.
+        self.assertGreater(coverage(events, "<module>", module["pid"], module["tid"]), 0.95)
 
     def test_collapsed_export(self):
         path = os.path.join(self.tmp, "train.folded")

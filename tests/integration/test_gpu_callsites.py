@@ -14,6 +14,7 @@ import struct
 import textwrap
 import zlib
 
+from chrome_trace_checks import folded_names, nesting_problems
 from sprof_testlib import TempDirTestCase, run_sprof
 
 WORKLOAD = textwrap.dedent("""\
@@ -366,6 +367,13 @@ class ChromeTraceExport(GpuCallSites):
             doc = json.load(f)
         events = doc["traceEvents"]
         self.assertEqual(doc["schemaVersion"], 1)
+        # Python slices, steps, CUDA calls and kernels nest as viewers draw them (chrome_trace_checks):
+        # equal slices in caller-to-callee order, as the same view's folded stacks have them.
+        stacks = folded_names(run_sprof("export", self.profile, "-f", "collapsed", "-o", "-", check=0).stdout)
+        partial, upside_down, fractional = nesting_problems(events, stacks)
+        self.assertEqual(partial[:3], [])
+        self.assertEqual(upside_down[:3], [])
+        self.assertEqual(fractional, 0)
         for e in events:
             self.assertIn(e["ph"], ("X", "M", "s", "f"), e)
             if e["ph"] == "X":

@@ -28,16 +28,16 @@ class TraceText {
  public:
   TraceText(std::string& out, int64_t offset_ns) : out_(out), offset_ns_(offset_ns) {}
 
-  // µs with ns resolution.
-  void time(int64_t ns) {
+  // Whole epoch µs, as kineto writes them: a viewer reads them as doubles, exact to the µs,
+  // where µs with ns decimals (~1.8e15 with 3 decimals) round to a 0.25 µs grid and an event that
+  // starts where another ends seems to start inside it. Every time is floored the same way, and a
+  // duration is the difference of floored ends, so ts + dur of one event is exactly the ts of one
+  // that starts where it ends.
+  int64_t micros(int64_t ns) const {
     int64_t t = ns + offset_ns_;
-    if (t < 0) t = 0;
-    fmt::format_to(std::back_inserter(out_), "{}.{:03d}", t / 1000, t % 1000);
+    return t < 0 ? 0 : t / 1000;
   }
-  void duration(int64_t ns) {
-    ns = std::max<int64_t>(ns, 0);
-    fmt::format_to(std::back_inserter(out_), "{}.{:03d}", ns / 1000, ns % 1000);
-  }
+  void time(int64_t ns) { fmt::format_to(std::back_inserter(out_), "{}", micros(ns)); }
   // Starts an event object: {"ph": ..., "cat": ..., "name": ..., "pid": ..., "tid": ...
   void begin(const char* ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid) {
     out_ += first_ ? "\n  " : ",\n  ";
@@ -58,8 +58,7 @@ class TraceText {
     begin("X", cat, name, pid, tid);
     out_ += ", \"ts\": ";
     time(start);
-    out_ += ", \"dur\": ";
-    duration(end - start);
+    fmt::format_to(std::back_inserter(out_), ", \"dur\": {}", std::max<int64_t>(micros(end) - micros(start), 0));
   }
   std::string& raw() { return out_; }
   uint64_t events = 0;
@@ -96,9 +95,12 @@ std::string mode_keys(Mode mode) {
 // Python stacks of one thread as slices: a frame open since sample i stays open while later
 // samples keep it at the same depth (same function), and closes at the first sample without it.
 // Slices end at clip_end_ns at the latest (a time range's end: the last sample's interval would
-// reach past it).
+// reach past it). Viewers (DevTools, Perfetto, speedscope) nest slices by time and make the first
+// of two equal slices the parent, and drop a slice that only partly overlaps its parent; so the
+// slices closing at one moment are written outermost first, and the open stack is cut and reopened
+// at every step edge of the thread (`edges_ns`, by native tid), where a step slice starts or ends.
 void python_slices(TraceText& t, const store::SampleLog& log, const query::SampleFilter& filter, int64_t clip_end_ns,
-                   ChromeTraceCounts& counts) {
+                   const std::map<int64_t, std::vector<int64_t>>& edges_ns, ChromeTraceCounts& counts) {
   struct Open {
     uint32_t function = 0;
     int32_t line = 0;
@@ -108,6 +110,8 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     std::vector<Open> open;
     int64_t last_ns = 0;
     int64_t last_weight = 0;
+    const std::vector<int64_t>* edges = nullptr;  // sorted
+    size_t next_edge = 0;
   };
   std::vector<ThreadState> threads(log.threads().size());
   std::vector<uint32_t> frames;
@@ -119,24 +123,45 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
   auto close_from = [&](uint32_t thread, size_t depth, int64_t end) {
     end = std::min(end, clip_end_ns);
     ThreadState& s = threads[thread];
-    while (s.open.size() > depth) {
-      const Open& o = s.open.back();
+    for (size_t d = depth; d < s.open.size(); ++d) {  // outermost first: equal slices nest right
+      const Open& o = s.open[d];
       const store::LogFunction& fn = log.functions()[o.function];
-      t.complete("python_function", fn.name, pid, tid_of(thread), o.start, end);
+      t.complete("python_function", fn.name, pid, tid_of(thread), o.start, std::max(end, o.start));
       t.raw() += ", \"args\": {\"file\": ";
       append_json_string(t.raw(), fn.file);
       fmt::format_to(std::back_inserter(t.raw()), ", \"line\": {}}}}}", o.line);
       ++counts.python_slices;
-      s.open.pop_back();
+    }
+    if (s.open.size() > depth) s.open.resize(depth);
+  };
+  for (uint32_t i = 0; i < threads.size(); ++i) {
+    auto edges = edges_ns.find(tid_of(i));
+    if (edges != edges_ns.end()) threads[i].edges = &edges->second;
+  }
+  // Cuts what is open at the thread's step edges up to `until` and reopens it there.
+  auto cut_at_edges = [&](uint32_t thread, int64_t until) {
+    ThreadState& s = threads[thread];
+    if (s.edges == nullptr) return;
+    while (s.next_edge < s.edges->size() && (*s.edges)[s.next_edge] <= until) {
+      int64_t edge = (*s.edges)[s.next_edge++];
+      if (s.open.empty() || edge <= s.open.back().start || edge >= clip_end_ns) continue;
+      std::vector<Open> reopened = s.open;
+      close_from(thread, 0, edge);
+      for (Open& o : reopened) o.start = edge;
+      s.open = std::move(reopened);
     }
   };
   const std::vector<bool> mask = filter.thread_mask(log);
   query::for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
     ThreadState& s = threads[r.thread];
-    // A gap (idle samples filtered out, a paused sampler) ends what was open.
-    if (!s.open.empty() && r.time_ns - s.last_ns > 2 * std::max<int64_t>(s.last_weight, 1'000'000)) {
+    // A gap (idle samples filtered out, a paused sampler, a thread not seen for a while) ends what
+    // was open: a sample stands for the time since its thread's previous one, so one that does
+    // not reach back to the last sample kept leaves a hole.
+    if (!s.open.empty() && r.time_ns - std::max<int64_t>(r.weight_ns, 0) > s.last_ns + 1'000'000) {
+      cut_at_edges(r.thread, s.last_ns + s.last_weight);
       close_from(r.thread, 0, s.last_ns + s.last_weight);
     }
+    cut_at_edges(r.thread, r.time_ns);
     if (!filter.keeps(r, mask)) {
       if (!s.open.empty()) close_from(r.thread, 0, r.time_ns);
       return;
@@ -156,7 +181,10 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     s.last_ns = r.time_ns;
     s.last_weight = std::max<int64_t>(r.weight_ns, 0);
   });
-  for (uint32_t i = 0; i < threads.size(); ++i) close_from(i, 0, threads[i].last_ns + threads[i].last_weight);
+  for (uint32_t i = 0; i < threads.size(); ++i) {
+    cut_at_edges(i, threads[i].last_ns + threads[i].last_weight);
+    close_from(i, 0, threads[i].last_ns + threads[i].last_weight);
+  }
 }
 
 }  // namespace
@@ -199,7 +227,20 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
         if (th.native_tid == 0) continue;
         metadata(t, "thread_name", log.pid(), th.native_tid, "name", th.name.empty() ? fmt::format("thread {}", th.native_tid) : th.name);
       }
-      python_slices(t, log, parts.filter, parts.range_ns ? parts.range_ns->second : INT64_MAX, counts);
+      // The step edges of each thread, where its Python slices are cut so that they nest in the steps.
+      std::map<int64_t, std::vector<int64_t>> edges;
+      if (parts.steps != nullptr) {
+        for (const timeline::ProcessTimeline& sp : parts.steps->processes) {
+          if (sp.pid != log.pid()) continue;
+          for (const timeline::Step& s : sp.steps) {
+            auto& e = edges[s.tid != 0 ? s.tid : sp.pid];
+            e.push_back(s.begin_ns);
+            e.push_back(s.end_ns);
+          }
+        }
+        for (auto& [tid, e] : edges) std::sort(e.begin(), e.end());
+      }
+      python_slices(t, log, parts.filter, parts.range_ns ? parts.range_ns->second : INT64_MAX, edges, counts);
     }
   }
 
