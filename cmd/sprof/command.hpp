@@ -41,6 +41,13 @@ using CommandList = std::vector<Command>;
 
 const GlobalOptions& global_options();
 
+// Record's and top's command: what follows "--"; main() puts the "--" a user left out before the
+// first word that is not one of sprof's options or their values (`sprof record python3 train.py
+// -d 5` runs train.py with -d 5), so the command's own flags are never sprof's.
+void accept_command(CLI::App* sub);
+// Where that "--" goes in `args` (forward order), or args.size() when none is needed.
+size_t command_start(const CLI::App& app, const std::vector<std::string>& args);
+
 // commands.cpp: the one list of subcommands.
 void add_all_commands(CLI::App& app, CommandList& commands);
 

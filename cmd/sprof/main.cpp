@@ -114,8 +114,10 @@ int run(int argc, char** argv) {
   try {
     // Everything after the first "--" is the command to run (record, top), whatever it holds:
     // CLI11 lets an option that takes values end at "--" and parses what follows as options.
-    std::vector<std::string> args;
-    for (int i = argc - 1; i > 0; --i) args.emplace_back(argv[i]);  // CLI11 takes them reversed
+    std::vector<std::string> args(argv + 1, argv + argc);
+    size_t start = command_start(app, args);  // record/top: a command given without "--"
+    if (start < args.size()) args.insert(args.begin() + static_cast<long>(start), "--");
+    std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
     auto dashes = std::find(args.rbegin(), args.rend(), "--");
     if (dashes != args.rend()) {
       auto at = dashes.base() - 1;  // the "--"; what follows it in argv comes before it here

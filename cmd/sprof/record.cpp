@@ -30,7 +30,6 @@ namespace {
 
 struct RecordFlags {
   launch::RecordOptions options;
-  std::vector<std::string> command;
   bool blocking = false;
   bool nonblocking = false;
   bool idle = false;
@@ -274,12 +273,12 @@ void add_record(CLI::App& app, CommandList& commands) {
   sub->add_option("--fail-on", flags->fail_on,
                   "Exit 3 when the command succeeded but one of these rules (any, or RULE[,RULE...]) found issues "
                   "at the end");
-  sub->add_option("command", flags->command, "The command to run, after --");
+  accept_command(sub);
 
   commands.push_back({sub, [flags, python_flags, sub]() -> Result<int> {
     recorder::RecordPlan plan;
     plan.launch = flags->options;
-    plan.launch.command = flags->command.empty() ? global_options().command : flags->command;
+    plan.launch.command = global_options().command;
     plan.launch.blocking = flags->blocking;
     plan.launch.output_dir = flags->output;
     std::unique_ptr<remote::LiveUpload> upload;

@@ -83,7 +83,7 @@ live::TopSort sort_of(const std::string& s) {
 
 Result<int> run_top(const TopFlags& flags) {
   live::TopOptions options = flags.options;
-  options.command = flags.command.empty() ? global_options().command : flags.command;
+  options.command = flags.command;
   options.inject = !flags.no_inject;
   SPROF_TRY(std::unique_ptr<live::TopSession> session, live::TopSession::start(options));
   struct sigaction sa {};
@@ -143,8 +143,11 @@ void add_top(CLI::App& app, CommandList& commands) {
   sub->add_option("--sort", flags->sort, "Initial sort: own, total or name (keys o, t, n switch)")
       ->check(CLI::IsMember({"own", "total", "name"}))
       ->capture_default_str();
-  sub->add_option("command", flags->command, "The command to run, after --");
-  commands.push_back({sub, [flags]() { return run_top(*flags); }});
+  accept_command(sub);
+  commands.push_back({sub, [flags]() -> Result<int> {
+    flags->command = global_options().command;
+    return run_top(*flags);
+  }});
 }
 
 }  // namespace sprof::cli

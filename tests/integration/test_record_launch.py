@@ -1,5 +1,6 @@
 """sprof record as a launcher: exit status pass-through, signal forwarding, exec, wrappers, targets
 that never become Python or exit mid-sample, output-directory rules, the status line."""
+import json
 import os
 import pty
 import select
@@ -48,6 +49,21 @@ class ExitStatusTest(TempDirTestCase):
         self.assertEqual(m["exit"]["signal"], signal.SIGKILL)
         self.assertEqual(m["state"], "complete")
         self.assertGreater(m["health"]["thread_samples"], 0)
+
+    def test_the_command_keeps_its_own_flags_without_dashes(self):
+        # Without "--" the command starts at the first word that is not one of sprof's options or
+        # their values; everything from there on is the command's, its -d and --epochs included
+        # (sprof has a -d of its own).
+        out = os.path.join(self.tmp, "p")
+        script = "import json, sys; print(json.dumps(sys.argv[1:]))"
+        proc = run_sprof("record", "-q", "--rate", "50", "-o", out, PY, "-c", script, "-d", "5", "--epochs", "3", check=0)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout.strip().splitlines()[-1]), ["-d", "5", "--epochs", "3"])
+        self.assertEqual(manifest(out)["command"], [PY, "-c", script, "-d", "5", "--epochs", "3"])
+        # A typo of sprof's own option before the command is still a usage error, not a program.
+        proc = run_sprof("record", "--rat", "50", "-o", os.path.join(self.tmp, "q"), PY, "-c", "pass", check=2)
+        self.assertIn("--rat", proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "q")))
 
     def test_missing_command_is_127(self):
         out = os.path.join(self.tmp, "p")
