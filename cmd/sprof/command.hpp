@@ -48,6 +48,11 @@ void accept_command(CLI::App* sub);
 // Where that "--" goes in `args` (forward order), or args.size() when none is needed.
 size_t command_start(const CLI::App& app, const std::vector<std::string>& args);
 
+// Usage messages with a suggestion, for a first word that names no subcommand ("" when it names
+// one, or there is none) and for options a subcommand does not know (CLI11's ExtrasError).
+std::string unknown_subcommand_message(const CLI::App& app, const std::vector<std::string>& args);
+std::string unknown_options_message(const CLI::App& app, const std::vector<std::string>& args);
+
 // commands.cpp: the one list of subcommands.
 void add_all_commands(CLI::App& app, CommandList& commands);
 

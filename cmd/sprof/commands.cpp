@@ -1,5 +1,9 @@
 #include "command.hpp"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 namespace sprof::cli {
 
 void accept_command(CLI::App* sub) {
@@ -46,6 +50,98 @@ size_t command_start(const CLI::App& app, const std::vector<std::string>& args) 
     return i;
   }
   return args.size();
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest of `names` to `word`: within 2 edits (a third of the word for short ones), or the
+// one it is a prefix of; "" when none is close.
+std::string closest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(1, std::min<size_t>(2, word.size() / 3)) + 1;
+  for (const auto& name : names) {
+    size_t d = edit_distance(word, name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = name;
+    }
+  }
+  if (best.empty()) {
+    for (const auto& name : names) {
+      if (word.size() >= 3 && name.rfind(word, 0) == 0) return name;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
+    for (const CLI::Option* o : a->get_options()) {
+      for (const auto& n : o->get_lnames()) names.push_back("--" + n);
+      for (const auto& n : o->get_snames()) names.push_back("-" + n);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string unknown_subcommand_message(const CLI::App& app, const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") return "";
+    if (word.size() > 1 && word[0] == '-') {
+      if (takes_next_value(app, word)) ++i;
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->check_name(word)) return "";
+      names.push_back(sub->get_name());
+    }
+    std::string near = closest(word, names);
+    return fmt::format("'{}' is not a sprof command{}; see sprof --help", word,
+                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
+  }
+  return "";
+}
+
+std::string unknown_options_message(const CLI::App& app, const std::vector<std::string>& args) {
+  auto parsed = app.get_subcommands();
+  const CLI::App& where = parsed.empty() ? app : *parsed.front();
+  std::vector<std::string> known = option_names(where);
+  std::vector<std::string> parts;
+  for (const CLI::App* a = &where; a != nullptr; a = a->get_parent()) {
+    for (const std::string& extra : a->remaining()) {
+      if (extra.size() < 2 || extra[0] != '-') {
+        parts.push_back(fmt::format("unexpected argument '{}'", extra));
+        continue;
+      }
+      std::string name = extra.substr(0, extra.find('='));
+      std::string near = closest(name, known);
+      parts.push_back(fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
+    }
+  }
+  (void)args;
+  if (parts.empty()) return "";
+  std::string who = parsed.empty() ? "sprof" : "sprof " + parsed.front()->get_name();
+  return fmt::format("{}: {}; see {} --help", who, fmt::join(parts, "; "), who);
 }
 
 // Registration order is the order --help lists them in.

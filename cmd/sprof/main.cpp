@@ -115,6 +115,10 @@ int run(int argc, char** argv) {
     // Everything after the first "--" is the command to run (record, top), whatever it holds:
     // CLI11 lets an option that takes values end at "--" and parses what follows as options.
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (std::string unknown = unknown_subcommand_message(app, args); !unknown.empty()) {
+      fmt::print(stderr, "sprof: {}\n", unknown);
+      return kExitUsage;
+    }
     size_t start = command_start(app, args);  // record/top: a command given without "--"
     if (start < args.size()) args.insert(args.begin() + static_cast<long>(start), "--");
     std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
@@ -132,6 +136,14 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::string message = unknown_options_message(app, {});
+    if (message.empty()) {
+      app.exit(e);
+    } else {
+      fmt::print(stderr, "{}\n", message);
+    }
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints CLI11's message and a hint to --help
     return kExitUsage;

@@ -133,7 +133,7 @@ class TopTest(TempDirTestCase):
 
     def test_bad_flags(self):
         out = run_sprof("top", check=2)
-        self.assertIn("give --pid PID or a command after --", out.stderr)
+        self.assertIn("give a command to run (sprof top python3 train.py) or --pid PID", out.stderr)
         out = run_sprof("top", "--pid", "1", "--", "true", check=2)
         self.assertIn("not both", out.stderr)
         out = run_sprof("top", "--pid", "999999999", check=2)
