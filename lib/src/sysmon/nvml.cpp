@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace sprof::sysmon {
 namespace {
@@ -25,8 +26,10 @@ constexpr int kNvmlSuccess = 0;
 std::optional<Nvml> Nvml::open(std::string& why, const char* library) {
   void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
+    // On a CPU-only machine this is expected: say it in words, keep the loader's text for -v.
     const char* error = dlerror();
-    why = error != nullptr ? error : fmt::format("cannot load {}", library);
+    spdlog::debug("dlopen {}: {}", library, error != nullptr ? error : "failed");
+    why = fmt::format("no NVIDIA driver on this machine ({} not found)", library);
     return std::nullopt;
   }
   auto symbol = [&](const char* name) { return dlsym(handle, name); };
