@@ -27,7 +27,7 @@ class OneMachine(TempDirTestCase):
         profile = os.path.join(self.tmp, "p")
         run_sprof("-q", "record", "--subprocesses", "--system-interval-ms", "100", "-o", profile, "--",
                   DEBIAN_PYTHON, WORKLOAD, "torch", os.path.join(self.tmp, "own.json"), "--workers", "2",
-                  check=EXIT_OK)
+                  "--items", "2400", check=EXIT_OK)  # workers that live ~3 s: record finds children once a second
         with open(os.path.join(profile, "sprof.json")) as f:
             manifest = json.load(f)
         host = manifest["host"]

@@ -137,7 +137,7 @@ class MarkersDumpsTest(TempDirTestCase):
         proc = run_sprof("markers", out, "--pid", "1", check=2)
         self.assertIn("--pid 1", proc.stderr)
         proc = run_sprof("markers", os.path.join(self.tmp, "nothing"), check=2)
-        self.assertIn("not a profile directory", proc.stderr)
+        self.assertIn("no such directory", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ class BadInputTest(QueryAssertions, TempDirTestCase):
                         ["fetch-by-step", "--start-step", "0"], ["by-phase", "--job-phase"]):
             proc = run_sprof(command[0], missing, *command[1:], check=EXIT_USAGE)
             self.assertIn(missing, proc.stderr)
-            self.assertIn("does not exist", proc.stderr)
+            self.assertIn(missing + ": no such directory", proc.stderr)
 
     def test_empty_directory(self):
         empty = os.path.join(self.tmp, "empty")

@@ -596,7 +596,7 @@ class ParameterValidation(RuleTestCase):
 
     def test_not_a_profile(self):
         proc = run_sprof("rules", os.path.join(self.tmp, "missing"), check=EXIT_USAGE)
-        self.assertIn("missing is not a directory", proc.stderr)
+        self.assertIn("missing: no such directory", proc.stderr)
         proc = run_sprof("rules", self.tmp, check=EXIT_USAGE)
         self.assertIn("not a profile directory", proc.stderr)
 

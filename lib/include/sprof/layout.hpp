@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <string_view>
 
+#include "sprof/result.hpp"
+
 namespace sprof::store {
 
 inline constexpr std::string_view kManifestFileName = "sprof.json";
@@ -60,5 +62,9 @@ struct ProfileContents {
   bool rule_data() const { return framework || system; }
 };
 ProfileContents detect(const std::filesystem::path& dir);
+
+// The one wording, for every command, of a profile path that is no directory (bad_input):
+// "DIR: no such directory", "DIR: not a directory", or why it cannot be read.
+Status check_directory(const std::filesystem::path& dir);
 
 }  // namespace sprof::store

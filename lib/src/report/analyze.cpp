@@ -192,8 +192,8 @@ Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const st
 Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
   // Rule names and parameters first, so a typo fails before any reading.
   SPROF_TRY_STATUS(rules::check_rules(options.rules));
+  SPROF_TRY_STATUS(store::check_directory(dir));
   store::ProfileContents contents = store::detect(dir);
-  if (!contents.is_directory) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
   bool sprof_profile = contents.sprof();
   if (!contents.profile()) {
     return make_error(ErrorKind::bad_input,

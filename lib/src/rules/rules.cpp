@@ -43,10 +43,8 @@ std::string report_json(const RuleResult& result) {
 }
 
 Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
+  SPROF_TRY_STATUS(store::check_directory(profile_dir));
   store::ProfileContents contents = store::detect(profile_dir);
-  if (!contents.is_directory) {
-    return make_error(ErrorKind::bad_input, "{} is not a directory", profile_dir.string());
-  }
   if (!contents.rule_data()) {
     return make_error(ErrorKind::bad_input, "{} is not a profile directory (it has neither system/ nor framework/)",
                       profile_dir.string());

@@ -14,6 +14,14 @@ fs::path stats_dir_path(std::string_view framework, std::string_view profiler, s
   return fs::path(kFrameworkDir) / framework / profiler / node_id / dir_name;
 }
 
+Status check_directory(const fs::path& dir) {
+  auto status = files_for(dir).status(dir);
+  if (!status.ok()) return status.error();  // "cannot read DIR: why"
+  if (*status == FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such directory", dir.string());
+  if (*status != FileKind::directory) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
+  return {};
+}
+
 ProfileContents detect(const fs::path& dir) {
   ProfileContents c;
   const ProfileFiles& files = files_for(dir);

@@ -210,14 +210,7 @@ std::string_view to_string(ProfileLevel level) {
 
 Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions& options) {
   const ProfileFiles& files = files_for(dir);
-  auto status = files.status(dir);
-  if (!status.ok()) return status.error();  // "cannot read DIR: why"
-  if (*status == FileKind::missing) {
-    return make_error(ErrorKind::bad_input, "profile directory {} does not exist", dir.string());
-  }
-  if (*status != FileKind::directory) {
-    return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
-  }
+  SPROF_TRY_STATUS(check_directory(dir));
 
   ProfileIndex index;
   index.dir = dir;

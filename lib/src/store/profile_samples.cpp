@@ -65,9 +65,7 @@ bool is_sprof_bootstrap_file(std::string_view file) {
 
 Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<int32_t> only_pid) {
   const ProfileFiles& files = files_for(dir);
-  if (files.kind(dir) != FileKind::directory) {
-    return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
-  }
+  SPROF_TRY_STATUS(check_directory(dir));
   ProfileSamples profile;
   profile.dir = dir;
   bool has_manifest = files.kind(dir / kManifestFileName) != FileKind::missing;

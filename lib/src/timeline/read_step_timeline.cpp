@@ -1,5 +1,6 @@
 // The step timeline of a recorded profile, from its persisted marker files.
 
+#include "sprof/layout.hpp"
 #include "sprof/profile_files.hpp"
 #include "sprof/step_timeline.hpp"
 
@@ -9,9 +10,7 @@ namespace fs = std::filesystem;
 Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const store::Manifest* manifest,
                                             std::vector<std::string>* problems) {
   const store::ProfileFiles& files = store::files_for(profile_dir);
-  if (files.kind(profile_dir) != store::FileKind::directory) {
-    return make_error(ErrorKind::bad_input, "{} is not a profile directory", profile_dir.string());
-  }
+  SPROF_TRY_STATUS(store::check_directory(profile_dir));
   StepTimelineBuilder builder;
   std::string text;
   for (std::string_view name : {store::kMarkersLog, store::kStepFnLog}) {
