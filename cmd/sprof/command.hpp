@@ -51,7 +51,7 @@ size_t command_start(const CLI::App& app, const std::vector<std::string>& args);
 // Usage messages with a suggestion, for a first word that names no subcommand ("" when it names
 // one, or there is none) and for options a subcommand does not know (CLI11's ExtrasError).
 std::string unknown_subcommand_message(const CLI::App& app, const std::vector<std::string>& args);
-std::string unknown_options_message(const CLI::App& app, const std::vector<std::string>& args);
+std::string unknown_options_message(const CLI::App& app);
 
 // commands.cpp: the one list of subcommands.
 void add_all_commands(CLI::App& app, CommandList& commands);

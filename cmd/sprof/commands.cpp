@@ -13,7 +13,7 @@ void accept_command(CLI::App* sub) {
 
 namespace {
 
-// Whether args[i] is an option of `app` (or of its parent, for fallthrough) that takes a value
+// Whether `arg` is an option of `app` (or of its parent, for fallthrough) that takes a value
 // in the next argument.
 bool takes_next_value(const CLI::App& app, const std::string& arg) {
   if (arg.find('=') != std::string::npos) return false;  // --name=value
@@ -24,32 +24,32 @@ bool takes_next_value(const CLI::App& app, const std::string& arg) {
   return false;
 }
 
-}  // namespace
-
-size_t command_start(const CLI::App& app, const std::vector<std::string>& args) {
-  size_t i = 0;
-  // The subcommand: the first word that is not a global option's value.
-  const CLI::App* sub = nullptr;
-  for (; i < args.size(); ++i) {
+// The index of the first word from `from` on that is neither an option of `app` nor an option's
+// value; args.size() when there is none before the end or a "--".
+size_t first_word(const CLI::App& app, const std::vector<std::string>& args, size_t from) {
+  for (size_t i = from; i < args.size(); ++i) {
     if (args[i] == "--") return args.size();
     if (args[i].size() > 1 && args[i][0] == '-') {
       if (takes_next_value(app, args[i])) ++i;
       continue;
     }
-    auto found = app.get_subcommands([&](const CLI::App* a) { return a->check_name(args[i]); });
-    if (!found.empty()) sub = found.front();
-    break;
-  }
-  if (sub == nullptr || (sub->get_name() != "record" && sub->get_name() != "top")) return args.size();
-  for (++i; i < args.size(); ++i) {
-    if (args[i] == "--") return args.size();
-    if (args[i].size() > 1 && args[i][0] == '-') {
-      if (takes_next_value(*sub, args[i])) ++i;
-      continue;
-    }
     return i;
   }
   return args.size();
+}
+
+const CLI::App* subcommand_named(const CLI::App& app, const std::string& word) {
+  auto found = app.get_subcommands([&](const CLI::App* a) { return a->check_name(word); });
+  return found.empty() ? nullptr : found.front();
+}
+
+}  // namespace
+
+size_t command_start(const CLI::App& app, const std::vector<std::string>& args) {
+  size_t at = first_word(app, args, 0);  // the subcommand
+  const CLI::App* sub = at < args.size() ? subcommand_named(app, args[at]) : nullptr;
+  if (sub == nullptr || (sub->get_name() != "record" && sub->get_name() != "top")) return args.size();
+  return first_word(*sub, args, at + 1);
 }
 
 namespace {
@@ -103,26 +103,16 @@ std::vector<std::string> option_names(const CLI::App& app) {
 }  // namespace
 
 std::string unknown_subcommand_message(const CLI::App& app, const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& word = args[i];
-    if (word == "--") return "";
-    if (word.size() > 1 && word[0] == '-') {
-      if (takes_next_value(app, word)) ++i;
-      continue;
-    }
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-      if (sub->check_name(word)) return "";
-      names.push_back(sub->get_name());
-    }
-    std::string near = closest(word, names);
-    return fmt::format("'{}' is not a sprof command{}; see sprof --help", word,
-                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
-  }
-  return "";
+  size_t at = first_word(app, args, 0);
+  if (at == args.size() || subcommand_named(app, args[at]) != nullptr) return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  std::string near = closest(args[at], names);
+  return fmt::format("'{}' is not a sprof command{}; see sprof --help", args[at],
+                     near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
 }
 
-std::string unknown_options_message(const CLI::App& app, const std::vector<std::string>& args) {
+std::string unknown_options_message(const CLI::App& app) {
   auto parsed = app.get_subcommands();
   const CLI::App& where = parsed.empty() ? app : *parsed.front();
   std::vector<std::string> known = option_names(where);
@@ -138,7 +128,6 @@ std::string unknown_options_message(const CLI::App& app, const std::vector<std::
       parts.push_back(fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
     }
   }
-  (void)args;
   if (parts.empty()) return "";
   std::string who = parsed.empty() ? "sprof" : "sprof " + parsed.front()->get_name();
   return fmt::format("{}: {}; see {} --help", who, fmt::join(parts, "; "), who);

@@ -119,16 +119,15 @@ int run(int argc, char** argv) {
       fmt::print(stderr, "sprof: {}\n", unknown);
       return kExitUsage;
     }
-    size_t start = command_start(app, args);  // record/top: a command given without "--"
-    if (start < args.size()) args.insert(args.begin() + static_cast<long>(start), "--");
-    std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
-    auto dashes = std::find(args.rbegin(), args.rend(), "--");
-    if (dashes != args.rend()) {
-      auto at = dashes.base() - 1;  // the "--"; what follows it in argv comes before it here
-      g_options.command.assign(args.begin(), at);
-      std::reverse(g_options.command.begin(), g_options.command.end());
-      args.erase(args.begin(), at + 1);
+    // record/top: where a command given without "--" starts, else at the first "--".
+    auto command = args.begin() + static_cast<long>(command_start(app, args));
+    if (command == args.end()) {
+      command = std::find(args.begin(), args.end(), "--");
+      if (command != args.end()) command = args.erase(command);
     }
+    g_options.command.assign(command, args.end());
+    args.erase(command, args.end());
+    std::reverse(args.begin(), args.end());  // CLI11 takes them reversed
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -137,7 +136,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    std::string message = unknown_options_message(app, {});
+    std::string message = unknown_options_message(app);
     if (message.empty()) {
       app.exit(e);
     } else {

@@ -23,7 +23,6 @@ namespace {
 
 struct TopFlags {
   live::TopOptions options;
-  std::vector<std::string> command;
   bool no_inject = false;
   std::string sort = "own";
 };
@@ -83,7 +82,7 @@ live::TopSort sort_of(const std::string& s) {
 
 Result<int> run_top(const TopFlags& flags) {
   live::TopOptions options = flags.options;
-  options.command = flags.command;
+  options.command = global_options().command;
   options.inject = !flags.no_inject;
   SPROF_TRY(std::unique_ptr<live::TopSession> session, live::TopSession::start(options));
   struct sigaction sa {};
@@ -144,10 +143,7 @@ void add_top(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"own", "total", "name"}))
       ->capture_default_str();
   accept_command(sub);
-  commands.push_back({sub, [flags]() -> Result<int> {
-    flags->command = global_options().command;
-    return run_top(*flags);
-  }});
+  commands.push_back({sub, [flags]() { return run_top(*flags); }});
 }
 
 }  // namespace sprof::cli

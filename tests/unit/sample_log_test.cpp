@@ -231,6 +231,31 @@ TEST_CASE("sample log overlap iteration weighs each sample by the part of its ti
     CHECK(got == want);
     CHECK(got_count == want_count);
   }
+  // Several disjoint windows in one pass: each sample once, with its overlaps summed.
+  for (int round = 0; round < 50; ++round) {
+    std::vector<SampleLog::Window> windows;
+    int64_t t = std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+    for (int k = 0; k < 20 && t < hi; ++k) {
+      int64_t length = std::uniform_int_distribution<int64_t>(0, 30'000'000)(rng);
+      windows.push_back({t, t + length});
+      t += length + std::uniform_int_distribution<int64_t>(0, 30'000'000)(rng);
+    }
+    int64_t want = 0, got = 0;
+    size_t want_count = 0, got_count = 0;
+    for (const auto& e : expected) {
+      int64_t sum = 0;
+      for (const auto& [a, b] : windows) sum += std::max<int64_t>(0, std::min(e.time_ns, b) - std::max(e.time_ns - e.weight_ns, a));
+      want += sum;
+      want_count += sum > 0 ? 1 : 0;
+    }
+    log->for_each_overlap(windows, [&](const SampleRecord& r, int64_t overlap) {
+      CHECK(overlap <= r.weight_ns);
+      got += overlap;
+      got_count += overlap > 0 ? 1 : 0;
+    });
+    CHECK(got == want);
+    CHECK(got_count == want_count);
+  }
 }
 
 TEST_CASE("sample log cut at every byte of its last chunk keeps everything before the cut", "[sample_log]") {

@@ -80,7 +80,7 @@ struct StepRecord {
   int64_t start_us = 0;
   int64_t end_us = 0;
   bool outlier = false;
-  std::vector<FunctionTime> top;  // slowest steps only: that process's samples in the step, idle included
+  std::vector<FunctionTime> top;  // slowest steps only: that process's samples in the step, in the page's view
   double sampled_s = 0;           // their summed weight
   std::optional<double> wait_s;   // the input wait before the step (sprof/iterations.hpp), when measured
   double dataloader_s = 0;        // of it, inside DataLoader fetches
@@ -175,6 +175,7 @@ struct AnalyzeReport {
 
   bool has_samples = false;
   TimeView time_view;         // AnalyzeOptions::time_view: what the function tables show
+  ThreadsByPid step_threads;  // the threads that run steps (step_threads_of), read once
   SampleSummary samples;  // overall, top functions by self time
   std::string samples_note;
 

@@ -66,6 +66,8 @@ std::vector<IterationStats> iteration_stats(const std::vector<Iteration>& iterat
 // The training loop the headline and the input-bound checks speak of: TRAIN's iterations, else
 // the mode with the most; none without measured iterations.
 std::optional<IterationStats> training_loop(const std::vector<Iteration>& iterations);
+// The same from a framework timeline: its steps and their iterations.
+std::optional<IterationStats> training_loop(const std::vector<store::TraceEvent>& framework);
 
 // TensorBoard's input-pipeline analysis: a loop waiting for input in at least 20 % of its time is
 // highly input-bound, in at least 5 % moderately (kHighlyInfeedBoundThresholdInPercent and

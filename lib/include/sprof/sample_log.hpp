@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sprof/layout.hpp"
@@ -166,13 +167,20 @@ class SampleLog {
   void for_each_sample(const std::function<void(const SampleRecord&)>& fn) const;
 
   // A sample stands for the time (time_ns - weight_ns, time_ns]. Calls fn(sample, overlap_ns) for
-  // every sample whose time overlaps [from_ns, to_ns), with the length of the overlap: the part of
-  // its weight that lies in the window, so that a window shorter than the sampling interval, or a
-  // sample whose sampler was starved, is counted for the time it covers there and no more. Samples
-  // taken up to kMaxSampleReachNs after the window are looked at.
+  // every sample whose time overlaps the windows [from, to) (sorted by start, disjoint), with the
+  // length of the overlap: the part of its weight that lies in them, so that a window shorter than
+  // the sampling interval, or a sample whose sampler was starved, is counted for the time it
+  // covers there and no more. One pass over the samples from the first window's start to
+  // kMaxSampleReachNs after the last one's end, however many windows.
   static constexpr int64_t kMaxSampleReachNs = 1'000'000'000;
-  void for_each_overlap(int64_t from_ns, int64_t to_ns,
+  using Window = std::pair<int64_t, int64_t>;
+  void for_each_overlap(std::span<const Window> windows,
                         const std::function<void(const SampleRecord&, int64_t overlap_ns)>& fn) const;
+  void for_each_overlap(int64_t from_ns, int64_t to_ns,
+                        const std::function<void(const SampleRecord&, int64_t overlap_ns)>& fn) const {
+    const Window window{from_ns, to_ns};
+    for_each_overlap(std::span<const Window>(&window, 1), fn);
+  }
 
  private:
   struct Chunk {

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,8 +55,14 @@ struct TimeView {
   std::string describe() const;  // "wall time of the step threads", "on-CPU time of every thread", ...
 };
 
-// The filter a TimeView reads `samples` through; the step threads come from the profile's step
-// timeline (markers/) when it has one, else each process's main thread.
+// The threads that run a profile's steps (query::step_threads), from its step timeline (markers/)
+// when it has one, else each process's main thread.
+using ThreadsByPid = std::map<int32_t, std::set<int32_t>>;
+ThreadsByPid step_threads_of(const store::ProfileSamples& samples);
+
+// The filter a TimeView reads samples through, given the step threads; the second form finds
+// them itself (when the view needs them).
+SampleFilter time_view_filter(const TimeView& view, const ThreadsByPid& step_threads);
 SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples& samples);
 
 // The leaf frame the stack views add under an idle sample's stack: the thread waited there

@@ -44,10 +44,7 @@ std::vector<JobMachine> job_machines(const std::set<std::string>& system_nodes, 
                                      const std::map<std::string, std::string>& system_hosts) {
   std::map<std::string, JobMachine> by_host;
   std::map<std::string, std::set<std::string>> processes;  // host -> "<pid>-<host>" (one spelling)
-  for (const auto& id : system_nodes) {
-    auto host = system_hosts.find(id);
-    by_host[host != system_hosts.end() ? host->second : id].system_node = id;
-  }
+  for (const auto& id : system_nodes) by_host[store::system_node_host(system_hosts, id)].system_node = id;
   std::vector<std::string> hostless;  // ids of digits alone (smdebug's test traces): no host named
   for (const auto& id : process_nodes) {
     store::NodeIdParts parts = store::split_node_id(id);
@@ -208,6 +205,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
     SPROF_TRY(auto loaded, store::load_profile_samples(dir));
     samples = std::move(loaded);
   }
+  if (samples) report.step_threads = step_threads_of(*samples);
   SPROF_TRY(auto system, store::read_system_metrics(dir));
   SPROF_TRY(auto trace, store::read_trace_events(dir));
   report.warnings = trace.warnings;  // read_trace_events has logged them
@@ -247,7 +245,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   if (sample_count == 0) {
     report.samples_note = samples ? "the profile holds no samples" : "no raw samples (not recorded by sprof record)";
   } else {
-    report.samples = summarize(*samples, time_view_filter(options.time_view, *samples), options.top_functions);
+    report.samples = summarize(*samples, time_view_filter(options.time_view, report.step_threads), options.top_functions);
     report.has_samples = true;
     if (report.samples.kept_samples == 0) {
       report.samples_note = options.time_view.on_cpu ? "every sample was idle (leave out --on-cpu)"
@@ -258,7 +256,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
     auto to_ns = [manifest](int64_t epoch_us) {
       return epoch_us * 1000 - manifest->clock_realtime_ns + manifest->clock_monotonic_ns;
     };
-    const SampleFilter filter = time_view_filter(options.time_view, *samples);
+    const SampleFilter filter = time_view_filter(options.time_view, report.step_threads);
     for (auto& phase : report.phases) {
       phase.top = window_functions(*samples, filter, to_ns(phase.start_us), to_ns(phase.end_us),
                                    options.phase_functions).top;
@@ -288,12 +286,8 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   // System usage.
   summarize_system(system, report.system_coverage, report.system);
-  auto machine_of = [&](const std::string& node) {
-    auto host = system_hosts.find(node);
-    return host != system_hosts.end() ? host->second : node;
-  };
-  for (auto& c : report.system_coverage) c.machine = machine_of(c.node);
-  for (auto& row : report.system) row.machine = machine_of(row.node);
+  for (auto& c : report.system_coverage) c.machine = store::system_node_host(system_hosts, c.node);
+  for (auto& row : report.system) row.machine = store::system_node_host(system_hosts, row.node);
   if (manifest != nullptr) {
     fill_sysmon_manifest(*manifest, report);
     fill_own_costs(*manifest, report);

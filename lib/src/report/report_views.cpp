@@ -77,10 +77,10 @@ void add_flames(const AnalyzeReport& report, const store::ProfileSamples& sample
   auto to_ns = [&m](int64_t epoch_us) { return epoch_us * 1000 - m.clock_realtime_ns + m.clock_monotonic_ns; };
   // The page's own view (analyze's: by default the step threads' wall time, waits marked
   // [waiting]) first, then its opposite number: on-CPU time of every thread, or wall time.
-  const SampleFilter page = time_view_filter(report.time_view, samples);
+  const SampleFilter page = time_view_filter(report.time_view, report.step_threads);
   views.flames.push_back(build_view(samples, page, "all", "whole run, " + report.time_view.describe(), options.min_share));
   TimeView other{!report.time_view.on_cpu, !report.time_view.on_cpu || report.time_view.all_threads};
-  views.flames.push_back(build_view(samples, time_view_filter(other, samples), "other",
+  views.flames.push_back(build_view(samples, time_view_filter(other, report.step_threads), "other",
                                     "whole run, " + other.describe(), options.min_share));
 
   // Modes, in the order they first ran.

@@ -40,18 +40,11 @@ SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter
   return s;
 }
 
-}  // namespace sprof::report
-
-namespace sprof::report {
-
 std::string TimeView::describe() const {
   return std::string(on_cpu ? "on-CPU time" : "wall time") + (all_threads ? " of every thread" : " of the step threads");
 }
 
-SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples& samples) {
-  SampleFilter filter;
-  filter.include_idle = !view.on_cpu;
-  if (view.all_threads) return filter;
+ThreadsByPid step_threads_of(const store::ProfileSamples& samples) {
   timeline::StepTimeline steps;
   if (store::detect(samples.dir).markers) {
     auto read = timeline::read_step_timeline(samples.dir);
@@ -59,8 +52,18 @@ SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples&
   }
   std::vector<const store::SampleLog*> logs;
   for (const auto& p : samples.processes) logs.push_back(&p.log);
-  filter.threads = query::step_threads(steps, logs);
+  return query::step_threads(steps, logs);
+}
+
+SampleFilter time_view_filter(const TimeView& view, const ThreadsByPid& step_threads) {
+  SampleFilter filter;
+  filter.include_idle = !view.on_cpu;
+  if (!view.all_threads) filter.threads = step_threads;
   return filter;
+}
+
+SampleFilter time_view_filter(const TimeView& view, const store::ProfileSamples& samples) {
+  return time_view_filter(view, view.all_threads ? ThreadsByPid() : step_threads_of(samples));
 }
 
 }  // namespace sprof::report

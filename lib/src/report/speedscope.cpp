@@ -30,11 +30,14 @@ uint64_t write_speedscope(const store::ProfileSamples& profile, const SampleFilt
       int64_t sum_us = 0;
     };
     std::vector<Thread> threads(log.threads().size());
-    std::map<uint32_t, std::vector<size_t>> stack_cache;  // stack id -> shared frame indices
+    // Stack id, with 1 << 32 for an idle sample (its stack ends in a kWaitingFrame leaf: the
+    // thread waited there) -> shared frame indices.
+    std::map<uint64_t, std::vector<size_t>> stack_cache;
     const std::vector<bool> mask = filter.thread_mask(log);
     for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
       if (!filter.keeps(r, mask)) return;
-      auto cached = stack_cache.find(r.stack);
+      const uint64_t key = r.stack | (r.idle() ? uint64_t{1} << 32 : 0);
+      auto cached = stack_cache.find(key);
       if (cached == stack_cache.end()) {
         log.stack_frames(r.stack, stack);
         std::vector<size_t> indices;
@@ -49,22 +52,16 @@ uint64_t write_speedscope(const store::ProfileSamples& profile, const SampleFilt
           }
           indices.push_back(it->second);
         }
-        cached = stack_cache.emplace(r.stack, std::move(indices)).first;
+        if (r.idle()) {
+          auto [it, added] = frame_index.emplace(std::make_tuple(std::string(kWaitingFrame), std::string(), 0),
+                                                 frames.size());
+          if (added) frames.push_back({{"name", kWaitingFrame}});
+          indices.push_back(it->second);
+        }
+        cached = stack_cache.emplace(key, std::move(indices)).first;
       }
       Thread& t = threads[r.thread];
-      if (r.idle()) {
-        // The thread waited there: a kWaitingFrame leaf under the stack.
-        auto waiting = frame_index.find(std::make_tuple(std::string(kWaitingFrame), std::string(), 0));
-        if (waiting == frame_index.end()) {
-          waiting = frame_index.emplace(std::make_tuple(std::string(kWaitingFrame), std::string(), 0), frames.size()).first;
-          frames.push_back({{"name", kWaitingFrame}});
-        }
-        std::vector<size_t> marked = cached->second;
-        marked.push_back(waiting->second);
-        t.samples.push_back(std::move(marked));
-      } else {
-        t.samples.push_back(cached->second);
-      }
+      t.samples.push_back(cached->second);
       int64_t us = std::max<int64_t>(r.weight_ns / 1000, 0);
       t.weights.push_back(us);
       t.sum_us += us;

@@ -50,7 +50,7 @@ class Dataloader : public Rule {
     patience_ = params.integer("patience");
     if (compat_) return;
     input_wait_threshold_ = params.number("input_wait_threshold");
-    loop_ = training_loop(iterations(step_spans(context.input->framework), context.input->framework));
+    loop_ = *context.training_loop;
     prefetch_ = false;
     for (const auto& e : context.input->framework) {
       auto pid = e.args.integer("pid");

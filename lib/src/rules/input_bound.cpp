@@ -18,7 +18,7 @@ class InputBound : public Rule {
   InputBound(const Params& params, const RuleContext& context) : params_(params) {
     threshold_ = params.number("threshold");
     min_iterations_ = params.integer("min_iterations");
-    loop_ = training_loop(iterations(step_spans(context.input->framework), context.input->framework));
+    loop_ = *context.training_loop;
   }
 
   void on_window(const Window&) override {}
@@ -89,7 +89,7 @@ RuleDef input_bound_rule() {
   };
   def.missing_input = [](const RulesInput& input) -> std::optional<std::string> {
     if (!has_step_events(input)) return "no step events (Step:ModeKeys.*) in the framework timeline";
-    if (!training_loop(iterations(step_spans(input.framework), input.framework))) {
+    if (!training_loop(input.framework)) {
       return "no wait before any step could be measured (one step per process, and no DataLoader events)";
     }
     return std::nullopt;

@@ -140,6 +140,10 @@ std::optional<IterationStats> training_loop(const std::vector<Iteration>& iterat
   return stats.front();
 }
 
+std::optional<IterationStats> training_loop(const std::vector<store::TraceEvent>& framework) {
+  return training_loop(iterations(step_spans(framework), framework));
+}
+
 const char* input_bound_class(double wait_share) {
   if (wait_share >= kHighlyInputBoundShare) return "highly input-bound";
   if (wait_share >= kModeratelyInputBoundShare) return "moderately input-bound";

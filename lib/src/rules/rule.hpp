@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sprof/iterations.hpp"
+#include "sprof/manifest_sections.hpp"
 #include "sprof/rules.hpp"
 
 namespace sprof::rules {
@@ -38,6 +40,8 @@ struct RuleContext {
   const RulesInput* input = nullptr;
   bool compat = false;             // --compat smdebug
   int64_t first_timestamp_us = 0;  // start of the first window (smdebug's first_timestamp)
+  // The training loop's iterations (sprof/iterations.hpp), worked out once for all rules.
+  const std::optional<IterationStats>* training_loop = nullptr;
 };
 
 // A validated parameter value, printed as Python's str() prints it in RuleParameters.
@@ -86,9 +90,7 @@ class Rule {
   // A system-metrics node id as its machine's host ("algo-1" -> "vm"), for evidence; itself
   // when no sprof.json names it.
   std::string machine(const std::string& node) const {
-    if (system_hosts_ == nullptr) return node;
-    auto it = system_hosts_->find(node);
-    return it != system_hosts_->end() ? it->second : node;
+    return system_hosts_ == nullptr ? node : store::system_node_host(*system_hosts_, node);
   }
   const std::map<std::string, std::string>* system_hosts_ = nullptr;
   int64_t triggered_ = 0;

@@ -156,10 +156,12 @@ struct Timeline {
   int64_t first_us = 0;  // floored to the UTC minute
   int64_t last_us = 0;
   bool empty = true;
+  std::optional<IterationStats> training_loop;
 };
 
 Timeline make_timeline(const RulesInput& input) {
   Timeline t;
+  t.training_loop = training_loop(input.framework);
   for (const auto& m : input.system) t.system.push_back(&m);
   std::stable_sort(t.system.begin(), t.system.end(),
                    [](const auto* a, const auto* b) { return a->timestamp < b->timestamp; });
@@ -186,7 +188,7 @@ Timeline make_timeline(const RulesInput& input) {
 
 Result<RuleResult> run_one(const RuleDef& def, const Params& params, const RulesInput& input, const Timeline& timeline,
                            bool compat) {
-  RuleContext context{&input, compat, timeline.first_us};
+  RuleContext context{&input, compat, timeline.first_us, &timeline.training_loop};
   std::unique_ptr<Rule> rule = def.make(params, context);
   rule->set_system_hosts(&input.system_hosts);
   int64_t scan = params.integer("scan_interval_us");

@@ -139,4 +139,9 @@ std::map<std::string, std::string> system_node_hosts(const std::filesystem::path
   return hosts;
 }
 
+std::string system_node_host(const std::map<std::string, std::string>& hosts, const std::string& node) {
+  auto it = hosts.find(node);
+  return it != hosts.end() ? it->second : node;
+}
+
 }  // namespace sprof::store

@@ -463,14 +463,24 @@ void SampleLog::for_each_sample(int64_t from_ns, int64_t to_ns,
   }
 }
 
-void SampleLog::for_each_overlap(int64_t from_ns, int64_t to_ns,
+void SampleLog::for_each_overlap(std::span<const Window> windows,
                                  const std::function<void(const SampleRecord&, int64_t)>& fn) const {
-  if (to_ns <= from_ns) return;
-  int64_t reach = to_ns > INT64_MAX - kMaxSampleReachNs ? INT64_MAX : to_ns + kMaxSampleReachNs;
-  for_each_sample(from_ns, reach, [&](const SampleRecord& r) {
-    int64_t overlap = std::min(r.time_ns, to_ns) - std::max(r.time_ns - r.weight_ns, from_ns);
-    // A sample of no weight at the window's start still shows what ran there.
-    if (overlap > 0 || (r.weight_ns == 0 && r.time_ns < to_ns)) fn(r, std::max<int64_t>(overlap, 0));
+  if (windows.empty()) return;
+  const int64_t last_end = windows.back().second;
+  const int64_t reach = last_end > INT64_MAX - kMaxSampleReachNs ? INT64_MAX : last_end + kMaxSampleReachNs;
+  for_each_sample(windows.front().first, reach, [&](const SampleRecord& r) {
+    const int64_t begin = r.time_ns - std::max<int64_t>(r.weight_ns, 0);
+    // The first window that ends after the sample's interval begins; then those it reaches into.
+    auto w = std::upper_bound(windows.begin(), windows.end(), begin,
+                              [](int64_t t, const Window& x) { return t < x.second; });
+    int64_t overlap = 0;
+    bool touched = false;
+    for (; w != windows.end() && w->first <= r.time_ns; ++w) {
+      overlap += std::max<int64_t>(0, std::min(r.time_ns, w->second) - std::max(begin, w->first));
+      // A sample of no weight inside a window still shows what ran there.
+      touched = touched || (r.weight_ns <= 0 && r.time_ns >= w->first && r.time_ns < w->second);
+    }
+    if (overlap > 0 || touched) fn(r, overlap);
   });
 }
 
