@@ -1,5 +1,7 @@
 // sprof gpu PATH VIEW: GPU summaries of a profile directory or a Chrome (kineto) trace file.
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -19,7 +21,12 @@ struct GpuFlags {
   RunSelectionFlags run;
   bool per_step = false;
   size_t limit = 0;
-  int64_t kernel_wait_ns = 30;
+  double kernel_wait_us = 30;
+  int64_t kernel_wait_ns = -1;  // finer spelling; -1: from kernel_wait_us
+  std::string launch_scope = "hta";
+  double runtime_cutoff_us = 50;
+  double launch_delay_cutoff_us = 100;
+  report::GpuLoadOptions load;
   bool leaf = false;
   double max_distance_ms = 0;
   FormatOptions format;
@@ -59,14 +66,21 @@ Result<render::GpuTable> view_table(const GpuFlags& f, const report::GpuInput& i
   if (f.view == "memcpy") return render::memory_table(report::memory_summary(input, s));
   if (f.view == "api") return render::api_table(report::api_summary(input, s));
   if (f.view == "idle") {
-    if (f.kernel_wait_ns < 0) return make_error(ErrorKind::usage, "--kernel-wait-ns must not be negative");
-    return render::idle_table(report::idle_breakdown(input, s, f.kernel_wait_ns));
+    int64_t wait_ns = f.kernel_wait_ns >= 0 ? f.kernel_wait_ns : int64_t(std::llround(f.kernel_wait_us * 1000.0));
+    return render::idle_table(report::idle_breakdown(input, s, wait_ns));
   }
   if (f.view == "breakdown") {
     if (f.per_step && input.steps.empty()) return make_error(ErrorKind::usage, "--per-step: {} has no steps", f.path);
     return render::breakdown_table(report::temporal_breakdown(input, s, f.per_step));
   }
-  if (f.view == "launch") return render::launch_table(report::launch_summary(input, s, outliers));
+  if (f.view == "launch") {
+    report::LaunchOptions options;
+    options.hta_scope = f.launch_scope == "hta";
+    options.runtime_cutoff_ns = int64_t(std::llround(f.runtime_cutoff_us * 1000.0));
+    options.launch_delay_cutoff_ns = int64_t(std::llround(f.launch_delay_cutoff_us * 1000.0));
+    options.outliers = outliers;
+    return render::launch_table(report::launch_summary(input, s, options), options);
+  }
   if (f.view == "callsites") {
     report::CallSiteOptions options;
     options.leaf = f.leaf;
@@ -79,8 +93,14 @@ Result<render::GpuTable> view_table(const GpuFlags& f, const report::GpuInput& i
 }
 
 Result<int> run_gpu(const GpuFlags& f) {
-  SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path));
+  SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path, f.load));
   for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
+  if (f.view == "idle" || f.view == "launch" || f.view == "callsites") {
+    if (int64_t repeats = report::duplicated_correlations(input.trace); repeats > 0) {
+      spdlog::warn("{}: {} launch call(s) repeat another's correlation id in the same process; each GPU op is tied to "
+                   "the latest of them that began before it", f.path, repeats);
+    }
+  }
   SPROF_TRY(report::GpuSelection selection, selection_from(f, input));
   SPROF_TRY(render::GpuTable table, view_table(f, input, selection));
   // --limit keeps the first rows (the views sort by what matters most); launch uses it for
@@ -140,8 +160,25 @@ void add_gpu(CLI::App& app, CommandList& commands) {
   sub->add_option("--device", f->device, "Only this device (the process's CUDA ordinal)")->check(CLI::NonNegativeNumber);
   add_run_selection_options(sub, f->run, "GPU work");
   sub->add_flag("--per-step", f->per_step, "breakdown: one row per device and step");
-  sub->add_option("--kernel-wait-ns", f->kernel_wait_ns,
-                  "idle: gaps shorter than this are kernel wait (HTA's consecutive_kernel_delay; default 30)");
+  auto* wait_us = sub->add_option("--kernel-wait-us", f->kernel_wait_us,
+                                  "idle: gaps shorter than this are kernel wait (default 30: HTA's consecutive_kernel_delay "
+                                  "as its code applies it)")
+                      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--kernel-wait-ns", f->kernel_wait_ns, "idle: the same threshold in ns")
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(wait_us);
+  sub->add_option("--launch-scope", f->launch_scope,
+                  "launch: hta (default: work launched by cudaLaunchKernel[ExC], cudaMemcpyAsync, cudaMemsetAsync) | "
+                  "all (every op whose launch call is in the trace)")
+      ->check(CLI::IsMember({"hta", "all"}));
+  sub->add_option("--runtime-cutoff-us", f->runtime_cutoff_us, "launch: launch calls longer than this are outliers (default 50, HTA's)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--launch-delay-cutoff-us", f->launch_delay_cutoff_us,
+                  "launch: delays longer than this are outliers (default 100, HTA's)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--drop-last-step", f->load.drop_last_step,
+                "HTA's default: leave out the last step and work launched in it or without a launch call");
+  sub->add_flag("--round-us", f->load.round_us, "HTA's rounding of ns timestamps: starts up, ends down to whole us");
   sub->add_flag("--leaf", f->leaf, "callsites: the innermost Python frame, even in library code (default: the user's innermost frame)");
   sub->add_option("--max-distance-ms", f->max_distance_ms,
                   "callsites: farthest a sample may be from the launch (default: the samples around it)")

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -49,6 +50,27 @@ def load(path):
 
 def ops(events):
     return [e for e in events if e.get("cat") in GPU_CATS]
+
+
+def stream_syncs(events):
+    """cuda_sync events kineto puts on a stream: HTA's temporal breakdown counts them as busy."""
+    return [e for e in events if e.get("cat") == "cuda_sync" and e["args"].get("stream", -1) != -1]
+
+
+# HTA's kernel types (hta/common/types.py, get_kernel_type in hta/utils/utils.py), with re.match.
+COMM = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
+MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+NOT_COMPUTE = re.compile(r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)|"
+                         r"(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|"
+                         r"(^collective_subgraph_execution)")
+
+
+def kernel_type(name):
+    if COMM.match(name):
+        return "communication"
+    if MEMORY.match(name):
+        return "memory"
+    return "other" if NOT_COMPUTE.match(name) else "computation"
 
 
 def calls(events):
@@ -166,7 +188,7 @@ class GpuViewsOnKinetoTraces(unittest.TestCase):
                     call = launch.get(cur["args"].get("correlation"))
                     if call is not None and call["start"] > prev["end"]:
                         host += gap
-                    elif gap < 30:
+                    elif gap < 30_000:  # HTA's consecutive_kernel_delay, 30, compared with gaps in µs
                         kernel += gap
                     else:
                         other += gap
@@ -183,9 +205,8 @@ class GpuViewsOnKinetoTraces(unittest.TestCase):
         for path in ALL:
             _, events = load(path)
             gpu = ops(events)
-            merged = merge([(e["start"], e["end"]) for e in gpu])
-            compute = merge([(e["start"], e["end"]) for e in gpu
-                             if e["cat"] == "kernel" and "nccl" not in e["name"].lower()])
+            merged = merge([(e["start"], e["end"]) for e in gpu + stream_syncs(events)])
+            compute = merge([(e["start"], e["end"]) for e in gpu if kernel_type(e["name"]) == "computation"])
             span = merged[-1][1] - merged[0][0]
             (r,) = rows(path, "breakdown")
             self.assertUs(r["span_us"], span)
@@ -201,7 +222,7 @@ class GpuViewsOnKinetoTraces(unittest.TestCase):
             s[1] <= e["start"] < s[2] for e in ops(events))])
         for r in got:
             _, lo, hi = next(s for s in steps if s[0] == r["step"])
-            merged = merge([(e["start"], e["end"]) for e in ops(events) if lo <= e["start"] < hi])
+            merged = merge([(e["start"], e["end"]) for e in ops(events) + stream_syncs(events) if lo <= e["start"] < hi])
             self.assertUs(r["span_us"], merged[-1][1] - merged[0][0])
             self.assertUs(r["idle_us"], merged[-1][1] - merged[0][0] - total(merged))
 
@@ -214,26 +235,61 @@ class GpuViewsOnKinetoTraces(unittest.TestCase):
         self.assertUs(sum(r["total_us"] for r in got), sum(e["end"] - e["start"] for e in inside))
 
     def test_launch_delays_and_short_kernels(self):
-        for path in (ALEXNET, SAMPLED):
+        hta_apis = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync")
+        for path in (ALEXNET, SAMPLED, NCCL):
             _, events = load(path)
             launch = calls(events)
             kernels = [e for e in ops(events) if e["cat"] == "kernel"]
-            delays = sorted(max(0, k["start"] - launch[k["args"]["correlation"]]["end"])
-                            for k in kernels if k["args"].get("correlation") in launch)
+            # HTA's rows: every op (kernel, copy, memset) launched by one of its four runtime calls.
+            rows_hta = [(e, launch[e["args"]["correlation"]]) for e in ops(events)
+                        if e["args"].get("correlation") in launch and launch[e["args"]["correlation"]]["name"] in hta_apis]
+            delays = sorted(max(0, e["start"] - c["end"]) for e, c in rows_hta)
             (r,) = rows(path, "launch")
             self.assertEqual(r["kernels"], len(kernels))
-            self.assertEqual(r["matched"], len(delays))
+            self.assertEqual(r["unmatched_kernels"], sum(1 for k in kernels if k["args"].get("correlation") not in launch))
+            self.assertEqual(r["launches"], len(delays))
             self.assertEqual(r["short_kernels"], sum(1 for k in kernels if k["end"] - k["start"] < 10_000))
             self.assertUs(r["delay_median_us"], statistics.median(delays))
             self.assertUs(r["delay_max_us"], delays[-1])
             self.assertEqual(r["outliers"][0]["delay_us"], r["delay_max_us"])
             self.assertEqual(r["long_delays"], sum(1 for d in delays if d > 100_000))
+            self.assertEqual(r["long_launches"], sum(1 for _, c in rows_hta if c["end"] - c["start"] > 50_000))
+            self.assertEqual(r["gpu_shorter_than_cpu"], sum(
+                1 for e, c in rows_hta
+                if c["end"] - c["start"] <= 50_000 and e["end"] - e["start"] < c["end"] - c["start"]))
+            everything = rows(path, "launch", "--launch-scope", "all")[0]
+            self.assertEqual(everything["launches"], sum(1 for e in ops(events) if e["args"].get("correlation") in launch))
+
+    def test_repeated_correlation_ids_tie_each_op_to_its_nearest_launch(self):
+        # 1,000 launch/kernel pairs that all carry correlation 7, each kernel 5 µs after its call:
+        # matched by id alone, every kernel took the first call (average delay ~50 ms).
+        events = []
+        for i in range(1000):
+            t = 1_000_000 + i * 100
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+                           "ts": t, "dur": 4, "args": {"correlation": 7}})
+            events.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t + 9, "dur": 20,
+                           "args": {"device": 0, "stream": 7, "correlation": 7}})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "repeated.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": events}, f)
+            proc = run(path, "launch", "--json")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            (r,) = json.loads(proc.stdout)["rows"]
+            self.assertEqual(r["launches"], 1000)
+            self.assertEqual(r["delay_avg_us"], 5.0)
+            self.assertEqual(r["delay_max_us"], 5.0)
+            self.assertIn("999 launch call(s) repeat another's correlation id", proc.stderr)
+            (idle,) = rows(path, "idle")
+            # Each call began after the previous kernel ended: every 80 µs gap is host wait.
+            self.assertEqual(idle["host_wait_us"], 999 * 80)
 
     def test_overlap_of_nccl_with_computation(self):
         _, events = load(NCCL)
-        kernels = [e for e in ops(events) if e["cat"] == "kernel"]
-        comm = merge([(k["start"], k["end"]) for k in kernels if "nccl" in k["name"].lower()])
-        comp = merge([(k["start"], k["end"]) for k in kernels if "nccl" not in k["name"].lower()])
+        kernels = ops(events)
+        comm = merge([(k["start"], k["end"]) for k in kernels if kernel_type(k["name"]) == "communication"])
+        comp = merge([(k["start"], k["end"]) for k in kernels if kernel_type(k["name"]) == "computation"])
         overlapped = 0
         for lo, hi in comm:
             for clo, chi in comp:

@@ -24,7 +24,7 @@ GpuTable api_table(const std::vector<report::ApiSummary>& rows);
 GpuTable idle_table(const std::vector<report::IdleRow>& rows);
 GpuTable breakdown_table(const std::vector<report::BreakdownRow>& rows);
 // Per device; outliers listed in the JSON, and as rows below the summary in the table.
-GpuTable launch_table(const std::vector<report::LaunchSummary>& rows);
+GpuTable launch_table(const std::vector<report::LaunchSummary>& rows, const report::LaunchOptions& options);
 GpuTable overlap_table(const std::vector<report::OverlapRow>& rows);
 // Call sites; the top kernels beneath each follow it as indented rows in the table.
 GpuTable callsites_table(const std::vector<report::CallSite>& rows);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sprof/gpu_trace.hpp"
@@ -31,10 +32,20 @@ struct GpuInput {
   int64_t epoch_offset_ns = 0;       // epoch ns = trace ns + this (profiles: from sprof.json's clock pair)
 };
 
+// HTA's lossy reading choices, off by default (sprof keeps every event and exact ns).
+struct GpuLoadOptions {
+  // HTA's default (include_last_profiler_step=False): keep only work launched by a call that
+  // began before the last step began, and drop work without a launch call; the last step goes.
+  bool drop_last_step = false;
+  // HTA's rounding of ns-resolution traces (round_down_time_stamps): starts up, ends down to a
+  // whole µs.
+  bool round_us = false;
+};
+
 // A profile directory (its gpu/<pid>.gpu files and step timeline) or a Chrome trace file
 // (.json or .json.gz). A profile without GPU files is bad_input naming what `record` saw
 // (the gpu section of sprof.json) so that the user learns why.
-Result<GpuInput> load_gpu_input(const std::filesystem::path& path);
+Result<GpuInput> load_gpu_input(const std::filesystem::path& path, const GpuLoadOptions& options = {});
 
 // Which work a view counts: ops (and calls) that start inside one of `windows` (all when empty),
 // on `device` when given.
@@ -86,9 +97,12 @@ struct ApiSummary {
 };
 std::vector<ApiSummary> api_summary(const GpuInput& input, const GpuSelection& selection);
 
-// HTA's idle time breakdown per device and stream: gaps between consecutive ops on the stream,
-// host wait when the op's launch call began after the previous op ended, kernel wait when the
-// gap is under `kernel_wait_ns` (HTA's consecutive_kernel_delay, 30 ns), other otherwise.
+// HTA's idle time breakdown (get_idle_time_breakdown) per device and stream: gaps between
+// consecutive kernels, copies and memsets on the stream (by start), host wait when the op's launch
+// call began after the previous op ended, kernel wait when the gap is under `kernel_wait_ns`, other
+// otherwise. HTA's consecutive_kernel_delay defaults to 30 and its docs say ns, but its code
+// compares it with gaps in µs: 30 µs is what HTA applies, and sprof's default.
+constexpr int64_t kHtaKernelWaitNs = 30'000;
 struct IdleRow {
   int32_t device = 0;
   int64_t stream = 0;
@@ -101,11 +115,13 @@ struct IdleRow {
   int64_t other_ns = 0;
   double idle_share = 0;  // idle / span
 };
-std::vector<IdleRow> idle_breakdown(const GpuInput& input, const GpuSelection& selection, int64_t kernel_wait_ns = 30);
+std::vector<IdleRow> idle_breakdown(const GpuInput& input, const GpuSelection& selection,
+                                    int64_t kernel_wait_ns = kHtaKernelWaitNs);
 
-// HTA's temporal breakdown per device (and per step): from the first op's start to the last
-// op's end, idle (no op running), compute (a computation kernel running), non-compute (only
-// communication kernels, copies or memsets running).
+// HTA's temporal breakdown (get_temporal_breakdown) per device (and per step): from the first
+// op's start to the last op's end, idle (nothing on the device), compute (a computation kernel
+// running), non-compute (the rest of the busy time: communication kernels, copies, memsets, and
+// the cuda_sync events kineto places on a stream, which HTA counts as busy).
 struct BreakdownRow {
   int32_t device = 0;
   std::optional<GpuStepWindow> step;
@@ -116,8 +132,18 @@ struct BreakdownRow {
 };
 std::vector<BreakdownRow> temporal_breakdown(const GpuInput& input, const GpuSelection& selection, bool per_step);
 
-// Kernel launch delays (kernel start - launch call end, clamped at 0: CUPTI's clocks may invert
-// them slightly) and launch-bound signs, per device.
+// HTA's kernel launch statistics (get_cuda_kernel_launch_stats) per device: each op tied to its
+// launch call (same process and correlation id), launch delay = op start - call end, clamped at 0
+// (CUPTI's clocks may invert them slightly).
+struct LaunchOptions {
+  // HTA's scope: ops launched by cudaLaunchKernel, cudaLaunchKernelExC, cudaMemcpyAsync or
+  // cudaMemsetAsync (its include_memory_events). false: every op whose launch call is in the
+  // trace (cuLaunchKernel of Triton kernels, cudaGraphLaunch, synchronous copies).
+  bool hta_scope = true;
+  int64_t runtime_cutoff_ns = 50'000;       // HTA's runtime_cutoff (50 µs)
+  int64_t launch_delay_cutoff_ns = 100'000;  // HTA's launch_delay_cutoff (100 µs)
+  size_t outliers = 10;
+};
 struct LaunchOutlier {
   std::string kernel;
   std::string api;
@@ -130,24 +156,30 @@ struct LaunchOutlier {
 };
 struct LaunchSummary {
   int32_t device = 0;
-  int64_t kernels = 0;
-  int64_t matched = 0;  // with their launch call in the trace
-  DurationStats delay;  // over matched kernels
+  int64_t kernels = 0;            // all selected kernels
+  int64_t unmatched_kernels = 0;  // kernels whose launch call is not in the trace
+  int64_t launches = 0;           // ops in scope with their launch call: HTA's rows
+  DurationStats delay;            // over the launches
   double p95_delay_ns = 0;
   double p99_delay_ns = 0;
-  int64_t short_kernels = 0;      // shorter than 10 µs: launch-bound (CUDA graphs, torch.compile)
-  int64_t long_launches = 0;      // launch call longer than 50 µs (HTA)
-  int64_t long_delays = 0;        // delay over 100 µs (HTA)
-  int64_t gpu_shorter_than_cpu = 0;  // kernel shorter than its launch call (HTA)
+  int64_t short_kernels = 0;         // kernels shorter than 10 µs: launch-bound (CUDA graphs, torch.compile)
+  int64_t long_launches = 0;         // HTA's runtime outliers: call longer than the runtime cutoff
+  int64_t long_delays = 0;           // HTA's launch delay outliers: delay over the delay cutoff
+  int64_t gpu_shorter_than_cpu = 0;  // HTA's short GPU kernels: op shorter than its call, call within the runtime cutoff
   std::vector<LaunchOutlier> outliers;  // longest delays first
 };
-std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, size_t outliers);
+std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, const LaunchOptions& options);
 
-// Communication (NCCL kernels) against computation per device: how much communication time had
-// a computation kernel running beside it.
+// Launch calls whose (process, correlation id) another call repeats: CUPTI never does within a
+// process, but merged or edited traces may. Views then tie an op to the latest such call that
+// began before it; a caller warns when this is not 0.
+int64_t duplicated_correlations(const store::GpuTrace& trace);
+
+// HTA's communication/computation overlap (get_comm_comp_overlap) per device: how much of the
+// communication kernels' time had a computation kernel running beside it.
 struct OverlapRow {
   int32_t device = 0;
-  int64_t communication_ns = 0;  // union of NCCL kernel intervals
+  int64_t communication_ns = 0;  // union of communication kernel intervals
   int64_t computation_ns = 0;    // union of computation kernel intervals
   int64_t overlapped_ns = 0;     // their intersection
   double overlap_share = 0;      // overlapped / communication
@@ -185,8 +217,11 @@ struct CallSiteOptions {
 Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::filesystem::path& profile_dir,
                                          const GpuSelection& selection, const CallSiteOptions& options);
 
-// HTA's kernel types.
-enum class KernelType { computation, communication, memory };
+// HTA's kernel types, by name (get_kernel_type): communication (nccl..., hip..., hccl...,
+// ...ncclKernel...), memory (Memcpy..., Memset..., dma...), computation (anything its inverse
+// pattern leaves: no Memcpy, Memset, dma or Sync in the name, ...), other ("Stream Sync", ...).
+enum class KernelType { computation, communication, memory, other };
+KernelType kernel_type(std::string_view name);
 KernelType kernel_type(const store::GpuOp& op);
 
 }  // namespace sprof::report

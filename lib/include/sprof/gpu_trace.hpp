@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "sprof/result.hpp"
@@ -25,10 +27,26 @@ struct GpuDevice {
 
 enum class GpuOpKind { kernel, memcpy, memset };
 
+// Names repeat across millions of records (a kernel's name can be kilobytes): a trace keeps each
+// distinct one once, and its records hold views of it. Node-based, so views stay valid as it
+// grows; a trace's copies share it.
+class NameTable {
+ public:
+  std::string_view intern(std::string_view name);
+  size_t size() const { return names_.size(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> names_;
+};
+
 // Work that ran on a device's stream: a kernel, a copy or a memset.
 struct GpuOp {
   GpuOpKind kind = GpuOpKind::kernel;
-  std::string name;          // demangled kernel name; "Memcpy HtoD (Pageable -> Device)"; "Memset (Device)"
+  std::string_view name;     // demangled kernel name; "Memcpy HtoD (Pageable -> Device)"; "Memset (Device)"
   int32_t pid = 0;           // the OS process that launched it
   int32_t device = 0;
   int64_t context = 0;
@@ -43,16 +61,16 @@ struct GpuOp {
   int64_t shared_memory = 0;  // static + dynamic bytes
   // copies and memsets
   int64_t bytes = 0;
-  std::string copy_kind;  // HtoD DtoH DtoD HtoH PtoP ...; "" for memsets
-  std::string src_memory;  // Pageable Pinned Device Managed ...
-  std::string dst_memory;
+  std::string_view copy_kind;  // HtoD DtoH DtoD HtoH PtoP ...; "" for memsets
+  std::string_view src_memory;  // Pageable Pinned Device Managed ...
+  std::string_view dst_memory;
 
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
 // A CUDA runtime or driver API call on a host thread.
 struct GpuApiCall {
-  std::string name;  // without the _vNNNN suffix: "cudaLaunchKernel", "cuLaunchKernel"
+  std::string_view name;  // without the _vNNNN suffix: "cudaLaunchKernel", "cuLaunchKernel"
   bool driver = false;
   int32_t pid = 0;
   int32_t tid = 0;  // system thread id (the sampler's)
@@ -64,10 +82,12 @@ struct GpuApiCall {
 
 // A host wait on the GPU: "Stream Sync", "Event Sync", "Context Sync", "Stream Wait Event".
 struct GpuSync {
-  std::string kind;
+  std::string_view kind;
   int32_t pid = 0;
   int32_t tid = 0;       // from the API call with the same correlation id when known
-  int64_t stream = -1;
+  int32_t device = -1;   // -1 when unknown (sprof's files: from the context's other work)
+  int64_t context = 0;
+  int64_t stream = -1;   // -1: not on a stream (Context Sync, Event Sync)
   int64_t correlation = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -75,7 +95,7 @@ struct GpuSync {
 
 // CUPTI's own cost (overhead records).
 struct GpuOverhead {
-  std::string name;
+  std::string_view name;
   int32_t pid = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -99,7 +119,11 @@ struct GpuTraceStep {
   int64_t end_ns = 0;
 };
 
+// Its records' names are views into `names`: keep the trace (or a copy) while using them.
 struct GpuTrace {
+  std::shared_ptr<NameTable> names = std::make_shared<NameTable>();
+  std::string_view intern(std::string_view name) { return names->intern(name); }
+
   std::vector<GpuProcess> processes;
   std::vector<GpuTraceStep> steps;   // from the trace itself; sprof's profiles have their step timeline
   std::vector<GpuDevice> devices;
@@ -125,9 +149,13 @@ Status parse_gpu_activity(std::string_view bytes, const std::string& source, Gpu
 
 // A Chrome trace (JSON, or gzip-compressed JSON) in kineto's conventions: categories kernel,
 // gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cuda_sync, overhead; deviceProperties and
-// distributedInfo at the top. Other events are ignored.
+// distributedInfo at the top. Other events are ignored. Read as a stream (memory: the records,
+// not the text); times exactly as written (µs with up to three decimals are whole ns).
 Result<GpuTrace> read_chrome_gpu_trace(const std::filesystem::path& path);
-Result<GpuTrace> parse_chrome_gpu_trace(std::string_view json_text, const std::string& source);
+// `piece_bytes`: the text is handed to the streaming parser in pieces of this size (tests vary it
+// to check that where a piece ends never matters).
+Result<GpuTrace> parse_chrome_gpu_trace(std::string_view json_text, const std::string& source,
+                                        size_t piece_bytes = size_t(4) << 20);
 
 // Sorts ops, calls and syncs by start time (then device, stream) after reading.
 void sort_gpu_trace(GpuTrace& trace);

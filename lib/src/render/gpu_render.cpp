@@ -145,13 +145,14 @@ GpuTable breakdown_table(const std::vector<report::BreakdownRow>& rows) {
   return t;
 }
 
-GpuTable launch_table(const std::vector<report::LaunchSummary>& rows) {
+GpuTable launch_table(const std::vector<report::LaunchSummary>& rows, const report::LaunchOptions& options) {
   GpuTable t;
-  t.headers = {"Device", "Kernels", "Matched", "Delay avg (us)", "Delay med (us)", "Delay p95 (us)", "Delay p99 (us)",
-               "Delay max (us)", "Short <10us (%)", "Launch >50us", "Delay >100us", "GPU<CPU"};
+  t.headers = {"Device", "Kernels", "Launches", "Delay avg (us)", "Delay med (us)", "Delay p95 (us)", "Delay p99 (us)",
+               "Delay max (us)", "Short <10us (%)", fmt::format("Launch >{:g}us", double(options.runtime_cutoff_ns) / 1000.0),
+               fmt::format("Delay >{:g}us", double(options.launch_delay_cutoff_ns) / 1000.0), "GPU<CPU"};
   for (const report::LaunchSummary& r : rows) {
     double short_share = r.kernels > 0 ? double(r.short_kernels) / double(r.kernels) : 0;
-    t.rows.push_back({std::to_string(r.device), std::to_string(r.kernels), std::to_string(r.matched), us_text(r.delay.avg_ns),
+    t.rows.push_back({std::to_string(r.device), std::to_string(r.kernels), std::to_string(r.launches), us_text(r.delay.avg_ns),
                       us_text(r.delay.median_ns), us_text(r.p95_delay_ns), us_text(r.p99_delay_ns),
                       us_text(double(r.delay.max_ns)), percent_text(short_share), std::to_string(r.long_launches),
                       std::to_string(r.long_delays), std::to_string(r.gpu_shorter_than_cpu)});
@@ -167,7 +168,8 @@ GpuTable launch_table(const std::vector<report::LaunchSummary>& rows) {
     }
     t.json.push_back(ordered_json{{"device", r.device},
                                   {"kernels", r.kernels},
-                                  {"matched", r.matched},
+                                  {"unmatched_kernels", r.unmatched_kernels},
+                                  {"launches", r.launches},
                                   {"delay_avg_us", us_json(r.delay.avg_ns)},
                                   {"delay_median_us", us_json(r.delay.median_ns)},
                                   {"delay_p95_us", us_json(r.p95_delay_ns)},

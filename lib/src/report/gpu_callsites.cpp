@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "report/launch_calls.hpp"
 #include "sprof/gpu_report.hpp"
 #include "sprof/profile_samples.hpp"
 
@@ -50,12 +51,10 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
   }
   SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(profile_dir));
 
-  std::unordered_map<int64_t, const store::GpuApiCall*> calls;
+  LaunchCalls calls(input.trace);
   std::unordered_map<int32_t, bool> wanted_pids;
   for (const store::GpuApiCall& call : input.trace.api_calls) {
-    if (call.correlation == 0) continue;
-    calls.emplace(call.correlation, &call);
-    wanted_pids[call.pid] = true;
+    if (call.correlation != 0) wanted_pids[call.pid] = true;
   }
 
   // The samples of every thread of the processes that launched GPU work, per (pid, tid), in
@@ -156,7 +155,7 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
     std::sort(waits.begin(), waits.end(), [](const AutogradWait& a, const AutogradWait& b) { return a.time_ns < b.time_ns; });
   }
 
-  std::unordered_map<int64_t, Site> site_of_call;
+  std::unordered_map<const store::GpuApiCall*, Site> site_of_call;
   auto site_for = [&](const store::GpuApiCall& call) -> Site {
     uint64_t key = thread_key(call.pid, call.tid);
     std::string why = fmt::format("no samples of the launching thread (pid {}, tid {})", call.pid, call.tid);
@@ -183,30 +182,30 @@ Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::files
 
   struct Acc {
     int64_t gpu_ns = 0, kernels = 0, copies = 0;
-    std::map<int64_t, bool> launches;
-    std::map<std::string, CallSiteKernel> kernel_names;
+    std::map<const store::GpuApiCall*, bool> launches;
+    std::map<std::string_view, CallSiteKernel> kernel_names;
   };
   std::map<Site, Acc> by_site;
   int64_t all = 0;
   for (const store::GpuOp& op : input.trace.ops) {
     if ((selection.device && op.device != *selection.device) || !selection.contains(op.start_ns)) continue;
     Site site;
-    auto call = calls.find(op.correlation);
-    if (op.correlation == 0 || call == calls.end()) {
+    const store::GpuApiCall* call = calls.of(op);
+    if (call == nullptr) {
       site.why = "no launch call recorded for it";
     } else {
-      auto cached = site_of_call.find(op.correlation);
-      if (cached == site_of_call.end()) cached = site_of_call.emplace(op.correlation, site_for(*call->second)).first;
+      auto cached = site_of_call.find(call);
+      if (cached == site_of_call.end()) cached = site_of_call.emplace(call, site_for(*call)).first;
       site = cached->second;
     }
     Acc& acc = by_site[site];
     acc.gpu_ns += op.duration_ns();
     all += op.duration_ns();
-    if (op.correlation != 0) acc.launches[op.correlation] = true;
+    if (call != nullptr) acc.launches[call] = true;
     if (op.kind == store::GpuOpKind::kernel) {
       ++acc.kernels;
       CallSiteKernel& k = acc.kernel_names[op.name];
-      k.name = op.name;
+      k.name = std::string(op.name);
       k.total_ns += op.duration_ns();
       ++k.count;
     } else {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "report/launch_calls.hpp"
 #include "sprof/gpu_report.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/manifest_sections.hpp"
@@ -37,9 +38,47 @@ std::string why_no_gpu(const fs::path& dir) {
   return "";
 }
 
-}  // namespace
+// Starts up and ends down to a whole µs, as HTA's round_down_time_stamps (an end before its start
+// becomes the start: a zero-length event).
+void round_to_us(int64_t& start_ns, int64_t& end_ns) {
+  auto floor_div = [](int64_t a) { return a / 1000 - (a % 1000 < 0 ? 1 : 0); };
+  int64_t start_us = -floor_div(-start_ns);
+  int64_t end_us = floor_div(end_ns);
+  start_ns = start_us * 1000;
+  end_ns = std::max(start_ns, end_us * 1000);
+}
 
-Result<GpuInput> load_gpu_input(const fs::path& path) {
+void round_trace_to_us(GpuInput& input) {
+  store::GpuTrace& t = input.trace;
+  for (store::GpuOp& op : t.ops) round_to_us(op.start_ns, op.end_ns);
+  for (store::GpuApiCall& call : t.api_calls) round_to_us(call.start_ns, call.end_ns);
+  for (store::GpuSync& sync : t.syncs) round_to_us(sync.start_ns, sync.end_ns);
+  for (store::GpuOverhead& o : t.overheads) round_to_us(o.start_ns, o.end_ns);
+  for (GpuStepWindow& step : input.steps) round_to_us(step.start_ns, step.end_ns);
+  store::sort_gpu_trace(t);
+}
+
+// HTA's _filter_irrelevant_gpu_kernels without include_last_profiler_step; like HTA, a trace
+// without steps keeps everything.
+void drop_last_step(GpuInput& input, const fs::path& path) {
+  if (input.steps.empty()) {
+    input.trace.warnings.push_back(fmt::format("--drop-last-step: {} has no steps ({}): nothing left out", path.string(),
+                                               input.profile ? "no step markers" : "no ProfilerStep#N events"));
+    return;
+  }
+  int64_t last_start = input.steps.back().start_ns;
+  input.steps.pop_back();
+  store::GpuTrace& t = input.trace;
+  LaunchCalls calls(t);
+  std::erase_if(t.ops, [&](const store::GpuOp& op) {
+    const store::GpuApiCall* call = calls.of(op);
+    return call == nullptr || call->start_ns >= last_start;
+  });
+  std::erase_if(t.syncs, [&](const store::GpuSync& s) { return s.start_ns >= last_start; });
+  std::erase_if(t.api_calls, [&](const store::GpuApiCall& c) { return c.start_ns >= last_start; });
+}
+
+Result<GpuInput> load_gpu_input_as_written(const fs::path& path) {
   GpuInput input;
   const store::ProfileFiles& files = store::files_for(path);
   store::FileKind kind = files.kind(path);
@@ -71,6 +110,15 @@ Result<GpuInput> load_gpu_input(const fs::path& path) {
   }
   std::sort(input.steps.begin(), input.steps.end(),
             [](const GpuStepWindow& a, const GpuStepWindow& b) { return a.start_ns < b.start_ns; });
+  return input;
+}
+
+}  // namespace
+
+Result<GpuInput> load_gpu_input(const fs::path& path, const GpuLoadOptions& options) {
+  SPROF_TRY(GpuInput input, load_gpu_input_as_written(path));
+  if (options.round_us) round_trace_to_us(input);
+  if (options.drop_last_step) drop_last_step(input, path);
   return input;
 }
 

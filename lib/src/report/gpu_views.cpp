@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
+#include "report/launch_calls.hpp"
 #include "sprof/gpu_report.hpp"
 
 namespace sprof::report {
@@ -71,12 +73,8 @@ void by_total_then_name(std::vector<Row>& rows, const std::string Row::*name) {
   });
 }
 
-std::unordered_map<int64_t, const store::GpuApiCall*> calls_by_correlation(const store::GpuTrace& trace) {
-  std::unordered_map<int64_t, const store::GpuApiCall*> out;
-  for (const store::GpuApiCall& call : trace.api_calls) {
-    if (call.correlation != 0) out.emplace(call.correlation, &call);
-  }
-  return out;
+bool in_hta_launch_scope(std::string_view api) {
+  return api == "cudaLaunchKernel" || api == "cudaLaunchKernelExC" || api == "cudaMemcpyAsync" || api == "cudaMemsetAsync";
 }
 
 }  // namespace
@@ -103,17 +101,33 @@ DurationStats duration_stats(std::vector<int64_t> d) {
   return s;
 }
 
-KernelType kernel_type(const GpuOp& op) {
-  if (op.kind != GpuOpKind::kernel) return KernelType::memory;
-  // HTA: "nccl" in the name is communication; kineto names copies "Memcpy ..." and "Memset ...".
-  std::string lower(op.name.size(), ' ');
-  std::transform(op.name.begin(), op.name.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  if (lower.find("nccl") != std::string::npos) return KernelType::communication;
-  return KernelType::computation;
+namespace {
+bool starts(std::string_view name, std::string_view prefix) { return name.substr(0, prefix.size()) == prefix; }
+bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
+}  // namespace
+
+// HTA's patterns (hta/common/types.py), matched as Python's re.match matches: from the start,
+// case-sensitive; computation is whatever its inverse pattern leaves.
+KernelType kernel_type(std::string_view name) {
+  if (starts(name, "nccl") || starts(name, "hip") || starts(name, "hccl") || has(name, "ncclKernel")) {
+    return KernelType::communication;
+  }
+  for (std::string_view p : {"Memcpy", "hipMemcpy", "Memset", "hipMemset", "dma"}) {
+    if (starts(name, p)) return KernelType::memory;
+  }
+  bool not_compute = has(name, "Memcpy") || has(name, "Memset") || has(name, "dma") || has(name, "Sync") ||
+                     starts(name, "Stream Wait Event") ||
+                     (starts(name, "cuda") && name.find("LaunchKernel", 4) != std::string_view::npos);
+  for (std::string_view p : {"runFunction", "job_exe", "packet", "pe_exe", "cpum_exe_subgraph", "collective_subgraph_execution"}) {
+    not_compute = not_compute || starts(name, p);
+  }
+  return not_compute ? KernelType::other : KernelType::computation;
 }
 
+KernelType kernel_type(const GpuOp& op) { return kernel_type(op.name); }
+
 std::vector<KernelSummary> kernel_summary(const GpuInput& input, const GpuSelection& selection) {
-  std::map<std::string, std::vector<int64_t>> by_name;
+  std::map<std::string_view, std::vector<int64_t>> by_name;
   int64_t all = 0;
   for (const GpuOp& op : input.trace.ops) {
     if (op.kind != GpuOpKind::kernel || !selected(op, selection)) continue;
@@ -122,7 +136,7 @@ std::vector<KernelSummary> kernel_summary(const GpuInput& input, const GpuSelect
   }
   std::vector<KernelSummary> rows;
   for (auto& [name, durations] : by_name) {
-    KernelSummary row{name, duration_stats(std::move(durations)), 0};
+    KernelSummary row{std::string(name), duration_stats(std::move(durations)), 0};
     row.share = all > 0 ? double(row.time.total_ns) / double(all) : 0;
     rows.push_back(std::move(row));
   }
@@ -135,7 +149,7 @@ std::vector<MemorySummary> memory_summary(const GpuInput& input, const GpuSelect
     std::vector<int64_t> durations;
     int64_t bytes = 0;
   };
-  std::map<std::string, Acc> by_op;
+  std::map<std::string_view, Acc> by_op;
   int64_t all = 0;
   for (const GpuOp& op : input.trace.ops) {
     if (op.kind == GpuOpKind::kernel || !selected(op, selection)) continue;
@@ -164,7 +178,7 @@ std::vector<ApiSummary> api_summary(const GpuInput& input, const GpuSelection& s
   if (selection.device) {
     for (const GpuOp& op : input.trace.ops) device_of.emplace(op.correlation, op.device);
   }
-  std::map<std::pair<std::string, bool>, std::vector<int64_t>> by_name;
+  std::map<std::pair<std::string_view, bool>, std::vector<int64_t>> by_name;
   int64_t all = 0;
   for (const store::GpuApiCall& call : input.trace.api_calls) {
     if (!selection.contains(call.start_ns)) continue;
@@ -177,7 +191,7 @@ std::vector<ApiSummary> api_summary(const GpuInput& input, const GpuSelection& s
   }
   std::vector<ApiSummary> rows;
   for (auto& [key, durations] : by_name) {
-    ApiSummary row{key.first, key.second, duration_stats(std::move(durations)), 0};
+    ApiSummary row{std::string(key.first), key.second, duration_stats(std::move(durations)), 0};
     row.share = all > 0 ? double(row.time.total_ns) / double(all) : 0;
     rows.push_back(std::move(row));
   }
@@ -186,7 +200,7 @@ std::vector<ApiSummary> api_summary(const GpuInput& input, const GpuSelection& s
 }
 
 std::vector<IdleRow> idle_breakdown(const GpuInput& input, const GpuSelection& selection, int64_t kernel_wait_ns) {
-  auto calls = calls_by_correlation(input.trace);
+  LaunchCalls calls(input.trace);
   std::map<std::pair<int32_t, int64_t>, std::vector<const GpuOp*>> streams;
   for (const GpuOp& op : input.trace.ops) {
     if (selected(op, selection)) streams[{op.device, op.stream}].push_back(&op);
@@ -209,8 +223,8 @@ std::vector<IdleRow> idle_breakdown(const GpuInput& input, const GpuSelection& s
       int64_t previous_end = ops[i - 1]->end_ns;
       int64_t gap = op.start_ns - previous_end;
       if (gap <= 0) continue;
-      auto call = calls.find(op.correlation);
-      if (call != calls.end() && call->second->start_ns > previous_end) {
+      const store::GpuApiCall* call = calls.of(op);
+      if (call != nullptr && call->start_ns > previous_end) {
         row.host_wait_ns += gap;
       } else if (gap < kernel_wait_ns) {
         row.kernel_wait_ns += gap;
@@ -234,18 +248,29 @@ std::vector<BreakdownRow> temporal_breakdown(const GpuInput& input, const GpuSel
   };
   // Key: device, then the step's index (or -1 for the whole selection).
   std::map<std::pair<int32_t, int64_t>, Part> parts;
-  for (const GpuOp& op : input.trace.ops) {
-    if (!selected(op, selection)) continue;
+  auto part_of = [&](int32_t device, int64_t start_ns) -> Part* {
     int64_t index = -1;
     if (per_step) {
       auto it = std::find_if(input.steps.begin(), input.steps.end(),
-                             [&](const GpuStepWindow& s) { return op.start_ns >= s.start_ns && op.start_ns < s.end_ns; });
-      if (it == input.steps.end()) continue;
+                             [&](const GpuStepWindow& s) { return start_ns >= s.start_ns && start_ns < s.end_ns; });
+      if (it == input.steps.end()) return nullptr;
       index = int64_t(it - input.steps.begin());
     }
-    Part& part = parts[{op.device, index}];
-    part.all.emplace_back(op.start_ns, op.end_ns);
-    if (kernel_type(op) == KernelType::computation) part.compute.emplace_back(op.start_ns, op.end_ns);
+    return &parts[{device, index}];
+  };
+  for (const GpuOp& op : input.trace.ops) {
+    if (!selected(op, selection)) continue;
+    Part* part = part_of(op.device, op.start_ns);
+    if (part == nullptr) continue;
+    part->all.emplace_back(op.start_ns, op.end_ns);
+    if (kernel_type(op) == KernelType::computation) part->compute.emplace_back(op.start_ns, op.end_ns);
+  }
+  // HTA counts every event on a stream as busy, the cuda_sync events kineto puts there too
+  // (its "Stream Sync" names are never computation).
+  for (const store::GpuSync& sync : input.trace.syncs) {
+    if (sync.stream < 0 || sync.device < 0) continue;
+    if ((selection.device && sync.device != *selection.device) || !selection.contains(sync.start_ns)) continue;
+    if (Part* part = part_of(sync.device, sync.start_ns)) part->all.emplace_back(sync.start_ns, sync.end_ns);
   }
   std::vector<BreakdownRow> rows;
   for (auto& [key, part] : parts) {
@@ -264,26 +289,32 @@ std::vector<BreakdownRow> temporal_breakdown(const GpuInput& input, const GpuSel
   return rows;
 }
 
-std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, size_t outliers) {
-  auto calls = calls_by_correlation(input.trace);
+std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, const LaunchOptions& options) {
+  LaunchCalls calls(input.trace);
   std::map<int32_t, LaunchSummary> by_device;
   std::map<int32_t, std::vector<int64_t>> delays;
   for (const GpuOp& op : input.trace.ops) {
-    if (op.kind != GpuOpKind::kernel || !selected(op, selection)) continue;
+    if (!selected(op, selection)) continue;
+    const store::GpuApiCall* call = calls.of(op);
+    const bool kernel = op.kind == GpuOpKind::kernel;
+    const bool in_scope = call != nullptr && (!options.hta_scope || in_hta_launch_scope(call->name));
+    if (!kernel && !in_scope) continue;
     LaunchSummary& s = by_device[op.device];
     s.device = op.device;
-    ++s.kernels;
-    if (op.duration_ns() < 10'000) ++s.short_kernels;
-    auto it = calls.find(op.correlation);
-    if (op.correlation == 0 || it == calls.end()) continue;
-    const store::GpuApiCall& call = *it->second;
-    ++s.matched;
-    int64_t delay = std::max<int64_t>(0, op.start_ns - call.end_ns);
+    if (kernel) {
+      ++s.kernels;
+      if (op.duration_ns() < 10'000) ++s.short_kernels;
+      if (call == nullptr) ++s.unmatched_kernels;
+    }
+    if (!in_scope) continue;
+    ++s.launches;
+    int64_t delay = std::max<int64_t>(0, op.start_ns - call->end_ns);
     delays[op.device].push_back(delay);
-    if (call.duration_ns() > 50'000) ++s.long_launches;
-    if (delay > 100'000) ++s.long_delays;
-    if (op.duration_ns() < call.duration_ns()) ++s.gpu_shorter_than_cpu;
-    s.outliers.push_back({op.name, call.name, op.correlation, call.tid, call.start_ns, call.duration_ns(), delay, op.duration_ns()});
+    // HTA's three outlier sets (CudaKernelAnalysis.visualize_cuda_launch_kernel_info).
+    if (call->duration_ns() > options.runtime_cutoff_ns) ++s.long_launches;
+    if (delay > options.launch_delay_cutoff_ns) ++s.long_delays;
+    if (call->duration_ns() <= options.runtime_cutoff_ns && op.duration_ns() < call->duration_ns()) ++s.gpu_shorter_than_cpu;
+    s.outliers.push_back({std::string(op.name), std::string(call->name), op.correlation, call->tid, call->start_ns, call->duration_ns(), delay, op.duration_ns()});
   }
   std::vector<LaunchSummary> rows;
   for (auto& [device, s] : by_device) {
@@ -294,18 +325,22 @@ std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelect
     s.delay = duration_stats(std::move(d));
     std::stable_sort(s.outliers.begin(), s.outliers.end(),
                      [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.delay_ns > b.delay_ns; });
-    if (s.outliers.size() > outliers) s.outliers.resize(outliers);
+    if (s.outliers.size() > options.outliers) s.outliers.resize(options.outliers);
     rows.push_back(std::move(s));
   }
   return rows;
 }
 
+int64_t duplicated_correlations(const store::GpuTrace& trace) { return LaunchCalls(trace).duplicated(); }
+
 std::vector<OverlapRow> overlap_summary(const GpuInput& input, const GpuSelection& selection) {
   std::map<int32_t, std::pair<std::vector<Interval>, std::vector<Interval>>> by_device;
   for (const GpuOp& op : input.trace.ops) {
-    if (op.kind != GpuOpKind::kernel || !selected(op, selection)) continue;
+    if (!selected(op, selection)) continue;
+    KernelType type = kernel_type(op);
+    if (type != KernelType::communication && type != KernelType::computation) continue;
     auto& [communication, computation] = by_device[op.device];
-    (kernel_type(op) == KernelType::communication ? communication : computation).emplace_back(op.start_ns, op.end_ns);
+    (type == KernelType::communication ? communication : computation).emplace_back(op.start_ns, op.end_ns);
   }
   std::vector<OverlapRow> rows;
   for (auto& [device, lists] : by_device) {

@@ -79,6 +79,7 @@ class ChunkDecoder {
   bool decode(const char* begin, const char* end) {
     bytes::Cursor c(begin, end);
     GpuTrace add;
+    add.names = out_.names;  // the records' names outlive this chunk
     std::vector<std::string> strings;
     GpuProcess process = file_.process;
     bool have_process = false;
@@ -88,6 +89,12 @@ class ChunkDecoder {
       uint64_t i = 0;
       if (!c.varint(i) || i >= strings.size()) return false;
       text = strings[i];
+      return true;
+    };
+    auto name = [&](std::string_view& text) {
+      uint64_t i = 0;
+      if (!c.varint(i) || i >= strings.size()) return false;
+      text = add.intern(strings[i]);
       return true;
     };
     auto time = [&](int64_t& start, int64_t& end_ns) {
@@ -172,7 +179,7 @@ class ChunkDecoder {
             if (!c.varint(x)) return false;
           }
           uint64_t static_shared = 0, dynamic_shared = 0;
-          if (!c.varint(static_shared) || !c.varint(dynamic_shared) || !str(op.name)) return false;
+          if (!c.varint(static_shared) || !c.varint(dynamic_shared) || !name(op.name)) return false;
           for (int i = 0; i < 3; ++i) {
             op.grid[i] = small(v[i]);
             op.block[i] = small(v[3 + i]);
@@ -195,7 +202,7 @@ class ChunkDecoder {
           op.src_memory = memory_kind_text(src);
           op.dst_memory = memory_kind_text(dst);
           op.bytes = big(n);
-          op.name = memcpy_name(op.copy_kind, op.src_memory, op.dst_memory);
+          op.name = add.intern(memcpy_name(op.copy_kind, op.src_memory, op.dst_memory));
           op.pid = process.pid;
           add.ops.push_back(std::move(op));
           break;
@@ -207,7 +214,7 @@ class ChunkDecoder {
           if (!op_common(op) || !c.varint(memory) || !c.varint(n)) return false;
           op.dst_memory = memory_kind_text(memory);
           op.bytes = big(n);
-          op.name = memset_name(op.dst_memory);
+          op.name = add.intern(memset_name(op.dst_memory));
           op.pid = process.pid;
           add.ops.push_back(std::move(op));
           break;
@@ -215,7 +222,7 @@ class ChunkDecoder {
         case kApi: {
           GpuApiCall call;
           uint64_t domain = 0, cbid = 0, tid = 0, correlation = 0, result = 0;
-          if (!time(call.start_ns, call.end_ns) || !c.varint(domain) || !c.varint(cbid) || !str(call.name) ||
+          if (!time(call.start_ns, call.end_ns) || !c.varint(domain) || !c.varint(cbid) || !name(call.name) ||
               !c.varint(tid) || !c.varint(correlation) || !c.varint(result)) {
             return false;
           }
@@ -236,6 +243,7 @@ class ChunkDecoder {
           }
           sync.kind = sync_kind_text(type);
           sync.stream = stream;
+          sync.context = int64_t(context);
           sync.correlation = big(correlation);
           sync.pid = process.pid;
           add.syncs.push_back(std::move(sync));
@@ -244,7 +252,7 @@ class ChunkDecoder {
         case kOverhead: {
           GpuOverhead overhead;
           uint64_t kind = 0;
-          if (!time(overhead.start_ns, overhead.end_ns) || !c.varint(kind) || !str(overhead.name)) return false;
+          if (!time(overhead.start_ns, overhead.end_ns) || !c.varint(kind) || !name(overhead.name)) return false;
           overhead.pid = process.pid;
           add.overheads.push_back(std::move(overhead));
           break;
@@ -281,6 +289,12 @@ class ChunkDecoder {
 };
 
 }  // namespace
+
+std::string_view NameTable::intern(std::string_view name) {
+  auto it = names_.find(name);
+  if (it == names_.end()) it = names_.emplace(name).first;
+  return *it;
+}
 
 std::string memcpy_name(std::string_view copy_kind, std::string_view src_memory, std::string_view dst_memory) {
   return fmt::format("Memcpy {} ({} -> {})", copy_kind, src_memory, dst_memory);
@@ -361,6 +375,13 @@ Result<GpuTrace> read_gpu_activity(const fs::path& profile_dir) {
     if (auto status = read_gpu_activity_file(entry.path, trace); !status.ok()) {
       trace.warnings.push_back(status.error().message);
     }
+  }
+  // CUPTI's sync records name a context, not a device: the context's work gives the device.
+  std::map<std::pair<int32_t, int64_t>, int32_t> device_of_context;
+  for (const GpuOp& op : trace.ops) device_of_context.emplace(std::make_pair(op.pid, op.context), op.device);
+  for (GpuSync& sync : trace.syncs) {
+    auto it = device_of_context.find({sync.pid, sync.context});
+    if (it != device_of_context.end()) sync.device = it->second;
   }
   sort_gpu_trace(trace);
   return trace;

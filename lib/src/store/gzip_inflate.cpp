@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "sprof/gzip.hpp"
 #include "store/crc32.hpp"
@@ -22,12 +23,19 @@ struct Huffman {
   std::array<uint16_t, 288> symbol{};
 };
 
+// Output is handed on in pieces once over this size, keeping DEFLATE's 32 KiB window.
+constexpr size_t kFlushAt = size_t(1) << 20;
+constexpr size_t kWindow = size_t(32) << 10;
+
 class Inflater {
  public:
-  Inflater(std::string_view in, size_t pos, std::string& out, size_t max_output)
-      : in_(in), pos_(pos), out_(out), max_(max_output) {}
+  // `out` holds the window: empty at the start of a member (back references stay inside it).
+  // `max_output` counts what earlier members gave too (`before`).
+  Inflater(std::string_view in, size_t pos, std::string& out, size_t before, size_t max_output, const TextSink& sink)
+      : in_(in), pos_(pos), out_(out), before_(before), max_(max_output), sink_(sink) {}
 
-  // Decodes one DEFLATE stream; returns nullptr or what was wrong.
+  // Decodes one DEFLATE stream, handing every byte to the sink; returns nullptr or what was
+  // wrong (sink_error() when the sink refused a piece).
   const char* run() {
     bool last = false;
     while (!last) {
@@ -37,12 +45,32 @@ class Inflater {
       int type = header >> 1;
       const char* err = type == 0 ? stored() : type == 1 ? fixed() : type == 2 ? dynamic() : "invalid block type 3";
       if (err != nullptr) return err;
+      if (out_.size() >= kFlushAt && !flush(kWindow)) return "";
     }
-    return nullptr;
+    return flush(0) ? nullptr : "";
   }
   size_t position() const { return pos_; }  // byte after the stream (bits dropped)
+  uint32_t crc() const { return crc_; }
+  uint64_t length() const { return flushed_; }
+  const std::optional<Error>& sink_error() const { return sink_error_; }
 
  private:
+  // Hands on all but the last `keep` bytes.
+  bool flush(size_t keep) {
+    if (out_.size() <= keep) return true;
+    size_t n = out_.size() - keep;
+    std::string_view piece(out_.data(), n);
+    crc_ = crc32(piece.data(), piece.size(), crc_);
+    flushed_ += n;
+    if (auto status = sink_(piece); !status.ok()) {
+      sink_error_ = status.error();
+      return false;
+    }
+    out_.erase(0, n);
+    return true;
+  }
+  size_t produced() const { return before_ + flushed_ + out_.size(); }
+
   int bits(int need) {
     int64_t value = bit_buffer_;
     while (bit_count_ < need) {
@@ -64,7 +92,7 @@ class Inflater {
     pos_ += 4;
     if (len != (~nlen & 0xFFFF)) return "stored block length does not match its complement";
     if (in_.size() - pos_ < len) return "truncated stored block";
-    if (out_.size() + len > max_) return "output over the size limit";
+    if (produced() + len > max_) return "output over the size limit";
     out_.append(in_.data() + pos_, len);
     pos_ += len;
     return nullptr;
@@ -117,7 +145,7 @@ class Inflater {
       if (symbol == -1) return "truncated compressed data";
       if (symbol < 0) return "invalid literal/length code";
       if (symbol < 256) {
-        if (out_.size() >= max_) return "output over the size limit";
+        if (produced() >= max_) return "output over the size limit";
         out_ += char(symbol);
         continue;
       }
@@ -133,8 +161,8 @@ class Inflater {
       int dextra = bits(kDistExtra[dsym]);
       if (dextra < 0) return "truncated compressed data";
       size_t dist = kDistBase[dsym] + size_t(dextra);
-      if (dist > out_.size() - window_start_) return "distance too far back";
-      if (out_.size() + len > max_) return "output over the size limit";
+      if (dist > out_.size()) return "distance too far back";
+      if (produced() + len > max_) return "output over the size limit";
       size_t from = out_.size() - dist;
       for (size_t i = 0; i < len; ++i) out_ += out_[from + i];  // may overlap what it writes
     }
@@ -213,8 +241,12 @@ class Inflater {
   std::string_view in_;
   size_t pos_;
   std::string& out_;
+  size_t before_;
   size_t max_;
-  size_t window_start_ = out_.size();  // a member's back references stay inside the member
+  const TextSink& sink_;
+  uint32_t crc_ = 0;
+  uint64_t flushed_ = 0;
+  std::optional<Error> sink_error_;
   int64_t bit_buffer_ = 0;
   int bit_count_ = 0;
 };
@@ -231,6 +263,16 @@ bool is_gzip(std::string_view bytes) { return bytes.size() >= 2 && uint8_t(bytes
 
 Result<std::string> gunzip(std::string_view in, const std::string& source, size_t max_output) {
   std::string out;
+  SPROF_TRY_STATUS(gunzip_stream(in, source, max_output, [&](std::string_view piece) -> Status {
+    out += piece;
+    return {};
+  }));
+  return out;
+}
+
+Status gunzip_stream(std::string_view in, const std::string& source, size_t max_output, const TextSink& sink) {
+  std::string window;
+  size_t total = 0;
   size_t pos = 0;
   int members = 0;
   while (pos < in.size()) {
@@ -256,23 +298,24 @@ Result<std::string> gunzip(std::string_view in, const std::string& source, size_
     }
     if (flags & 0x02) at += 2;  // FHCRC
     if (at > in.size()) return make_error(ErrorKind::bad_input, "{}: truncated gzip header", source);
-    size_t start = out.size();
-    Inflater inflater(in, at, out, max_output);
+    window.clear();
+    Inflater inflater(in, at, window, total, max_output, sink);
     if (const char* err = inflater.run()) {
+      if (inflater.sink_error()) return *inflater.sink_error();
       return make_error(ErrorKind::bad_input, "{}: gzip data is damaged ({})", source, err);
     }
+    total += inflater.length();
     at = inflater.position();
     if (in.size() - at < 8) return make_error(ErrorKind::bad_input, "{}: gzip data is truncated (no trailer)", source);
-    uint32_t crc = crc32(out.data() + start, out.size() - start);
-    if (crc != le32(in, at)) return make_error(ErrorKind::bad_input, "{}: gzip data is damaged (CRC-32 mismatch)", source);
-    if (uint32_t(out.size() - start) != le32(in, at + 4)) {
+    if (inflater.crc() != le32(in, at)) return make_error(ErrorKind::bad_input, "{}: gzip data is damaged (CRC-32 mismatch)", source);
+    if (uint32_t(inflater.length()) != le32(in, at + 4)) {
       return make_error(ErrorKind::bad_input, "{}: gzip data is damaged (length mismatch)", source);
     }
     pos = at + 8;
     ++members;
   }
   if (members == 0) return make_error(ErrorKind::bad_input, "{}: empty, not gzip data", source);
-  return out;
+  return {};
 }
 
 }  // namespace sprof::store

@@ -76,14 +76,14 @@ void add_gpu_events(const store::GpuTrace& gpu, const StepTimeline& timeline,
     if (auto it = launches.find({op.pid, op.correlation}); op.correlation != 0 && it != launches.end()) {
       const store::GpuApiCall& call = *it->second;
       launched_ns = call.start_ns;
-      args.set("event_name", call.name);
+      args.set("event_name", std::string(call.name));
       args.set("start_cpu_thread", int64_t{call.tid});
       args.set("cpu_thread_start_time", us(call.start_ns));
     }
     const Step* s = steps.count(op.pid) != 0 ? step_at(steps[op.pid], launched_ns) : nullptr;
     if (s != nullptr) args.set("step_num", std::to_string(s->step));
     std::string lane = fmt::format("gpu_functions-dev:{}", op.device);
-    by_node_pid[op.pid].push_back({e, b, [=, name = op.name](store::TraceWriter& w) {
+    by_node_pid[op.pid].push_back({e, b, [=, name = std::string(op.name)](store::TraceWriter& w) {
                                      return w.complete(lane, name, b, e - b, args);
                                    }});
   }
