@@ -291,8 +291,13 @@ std::vector<BreakdownRow> temporal_breakdown(const GpuInput& input, const GpuSel
 
 std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelection& selection, const LaunchOptions& options) {
   LaunchCalls calls(input.trace);
+  struct Launch {
+    int64_t delay_ns;
+    const GpuOp* op;
+    const store::GpuApiCall* call;
+  };
   std::map<int32_t, LaunchSummary> by_device;
-  std::map<int32_t, std::vector<int64_t>> delays;
+  std::map<int32_t, std::vector<Launch>> launches;
   for (const GpuOp& op : input.trace.ops) {
     if (!selected(op, selection)) continue;
     const store::GpuApiCall* call = calls.of(op);
@@ -309,23 +314,27 @@ std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelect
     if (!in_scope) continue;
     ++s.launches;
     int64_t delay = std::max<int64_t>(0, op.start_ns - call->end_ns);
-    delays[op.device].push_back(delay);
+    launches[op.device].push_back({delay, &op, call});
     // HTA's three outlier sets (CudaKernelAnalysis.visualize_cuda_launch_kernel_info).
     if (call->duration_ns() > options.runtime_cutoff_ns) ++s.long_launches;
     if (delay > options.launch_delay_cutoff_ns) ++s.long_delays;
     if (call->duration_ns() <= options.runtime_cutoff_ns && op.duration_ns() < call->duration_ns()) ++s.gpu_shorter_than_cpu;
-    s.outliers.push_back({std::string(op.name), std::string(call->name), op.correlation, call->tid, call->start_ns, call->duration_ns(), delay, op.duration_ns()});
   }
   std::vector<LaunchSummary> rows;
   for (auto& [device, s] : by_device) {
-    std::vector<int64_t>& d = delays[device];
-    std::sort(d.begin(), d.end());
+    std::vector<Launch>& l = launches[device];
+    // Longest delays first (ties in trace order), then the rest by delay for the quantiles.
+    std::stable_sort(l.begin(), l.end(), [](const Launch& a, const Launch& b) { return a.delay_ns > b.delay_ns; });
+    for (size_t i = 0; i < l.size() && i < options.outliers; ++i) {
+      const Launch& x = l[i];
+      s.outliers.push_back({std::string(x.op->name), std::string(x.call->name), x.op->correlation, x.call->tid,
+                            x.call->start_ns, x.call->duration_ns(), x.delay_ns, x.op->duration_ns()});
+    }
+    std::vector<int64_t> d(l.size());
+    for (size_t i = 0; i < l.size(); ++i) d[i] = l[l.size() - 1 - i].delay_ns;  // ascending
     s.p95_delay_ns = quantile(d, 0.95);
     s.p99_delay_ns = quantile(d, 0.99);
     s.delay = duration_stats(std::move(d));
-    std::stable_sort(s.outliers.begin(), s.outliers.end(),
-                     [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.delay_ns > b.delay_ns; });
-    if (s.outliers.size() > options.outliers) s.outliers.resize(options.outliers);
     rows.push_back(std::move(s));
   }
   return rows;

@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
+#include <climits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -17,33 +18,42 @@ namespace sprof::report {
 class LaunchCalls {
  public:
   explicit LaunchCalls(const store::GpuTrace& trace) {
-    for (const store::GpuApiCall& call : trace.api_calls) {  // sorted by start: so is each list
-      if (call.correlation != 0) by_key_[key(call.pid, call.correlation)].push_back(&call);
+    calls_.reserve(trace.api_calls.size());
+    for (const store::GpuApiCall& call : trace.api_calls) {
+      if (call.correlation != 0) calls_.push_back({call.pid, call.correlation, call.start_ns, &call});
     }
+    std::sort(calls_.begin(), calls_.end());
   }
   const store::GpuApiCall* of(const store::GpuOp& op) const {
     if (op.correlation == 0) return nullptr;
-    auto it = by_key_.find(key(op.pid, op.correlation));
-    if (it == by_key_.end()) return nullptr;
-    const auto& calls = it->second;
-    auto after = std::upper_bound(calls.begin(), calls.end(), op.start_ns,
-                                  [](int64_t t, const store::GpuApiCall* c) { return t < c->start_ns; });
-    return after == calls.begin() ? calls.front() : *(after - 1);
+    // The calls with this id: the latest that began by the op's start, else the first.
+    Entry key{op.pid, op.correlation, op.start_ns, nullptr};
+    auto lo = std::lower_bound(calls_.begin(), calls_.end(), Entry{op.pid, op.correlation, INT64_MIN, nullptr});
+    if (lo == calls_.end() || lo->pid != op.pid || lo->correlation != op.correlation) return nullptr;
+    auto after = std::upper_bound(lo, calls_.end(), key, [](const Entry& a, const Entry& b) {
+      return std::tie(a.pid, a.correlation, a.start_ns) < std::tie(b.pid, b.correlation, b.start_ns);
+    });
+    return after == lo ? lo->call : (after - 1)->call;
   }
   int64_t duplicated() const {
     int64_t n = 0;
-    for (const auto& [k, calls] : by_key_) n += int64_t(calls.size()) - 1;
+    for (size_t i = 1; i < calls_.size(); ++i) {
+      if (calls_[i].pid == calls_[i - 1].pid && calls_[i].correlation == calls_[i - 1].correlation) ++n;
+    }
     return n;
   }
 
  private:
-  struct Hash {
-    size_t operator()(const std::pair<int32_t, int64_t>& k) const {
-      return std::hash<int64_t>()(k.second) * 31 + std::hash<int32_t>()(k.first);
+  struct Entry {
+    int32_t pid;
+    int64_t correlation;
+    int64_t start_ns;
+    const store::GpuApiCall* call;
+    bool operator<(const Entry& o) const {
+      return std::tie(pid, correlation, start_ns) < std::tie(o.pid, o.correlation, o.start_ns);
     }
   };
-  static std::pair<int32_t, int64_t> key(int32_t pid, int64_t correlation) { return {pid, correlation}; }
-  std::unordered_map<std::pair<int32_t, int64_t>, std::vector<const store::GpuApiCall*>, Hash> by_key_;
+  std::vector<Entry> calls_;  // by (pid, correlation, start)
 };
 
 }  // namespace sprof::report
