@@ -24,6 +24,13 @@ bool in_range(const ChromeTraceParts& parts, int64_t begin_ns, int64_t end_ns) {
 
 using store::append_json_string;
 
+// An event's [begin, end) cut to the trace's range: a trace window's Python slices stop at its
+// edges, and a CUDA call that ran past them must too, or it would straddle them.
+std::pair<int64_t, int64_t> clipped(const ChromeTraceParts& parts, int64_t begin_ns, int64_t end_ns) {
+  if (!parts.range_ns) return {begin_ns, end_ns};
+  return {std::max(begin_ns, parts.range_ns->first), std::min(end_ns, parts.range_ns->second)};
+}
+
 class TraceText {
  public:
   TraceText(std::string& out, int64_t offset_ns) : out_(out), offset_ns_(offset_ns) {}
@@ -92,19 +99,49 @@ std::string mode_keys(Mode mode) {
   }
 }
 
+// CUDA calls per OS thread of a process, [start, end) ns, merged where they nest (a runtime call
+// around its driver call) and sorted: the Python slices make room for them (python_slices).
+using CallSpans = std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>>;
+
+void merge_spans(std::vector<std::pair<int64_t, int64_t>>& spans) {
+  std::sort(spans.begin(), spans.end());
+  size_t out = 0;
+  for (const auto& s : spans) {
+    if (out > 0 && s.first < spans[out - 1].second) {
+      spans[out - 1].second = std::max(spans[out - 1].second, s.second);
+    } else {
+      spans[out++] = s;
+    }
+  }
+  spans.resize(out);
+}
+
 // Python stacks of one thread as slices: a frame open since sample i stays open while later
 // samples keep it at the same depth (same function), and closes at the first sample without it.
 // Slices end at clip_end_ns at the latest (a time range's end: the last sample's interval would
-// reach past it). Viewers (DevTools, Perfetto, speedscope) nest slices by time and make the first
-// of two equal slices the parent, and drop a slice that only partly overlaps its parent; so the
-// slices closing at one moment are written outermost first, and the open stack is cut and reopened
-// at every step edge of the thread (`edges_ns`, by native tid), where a step slice starts or ends.
+// reach past it). Viewers (DevTools, Perfetto, speedscope) nest slices by time, make the first of
+// two equal slices the parent and drop a slice that only partly overlaps another, so:
+// - the open stack is cut and reopened at every step edge of the thread (`edges_ns`, by native
+//   tid), where a step slice starts or ends;
+// - where the stack changes between two samples while a CUDA call of the thread is running, the
+//   change moves out of the call: to its start when the call began after the previous sample
+//   (the call ran under the stack seen during it), else to its end (it ran under the previous
+//   stack), so that the call nests instead of straddling the edge;
+// - each thread's slices are written sorted by start, longest first, outermost first, in the
+//   whole µs the trace holds (two ends a few ns apart can floor to one µs), and a slice shorter
+//   than a µs is left out.
 void python_slices(TraceText& t, const store::SampleLog& log, const query::SampleFilter& filter, int64_t clip_end_ns,
-                   const std::map<int64_t, std::vector<int64_t>>& edges_ns, ChromeTraceCounts& counts) {
+                   const std::map<int64_t, std::vector<int64_t>>& edges_ns, const CallSpans& calls,
+                   ChromeTraceCounts& counts) {
   struct Open {
     uint32_t function = 0;
     int32_t line = 0;
     int64_t start = 0;
+  };
+  struct Slice {
+    int64_t start_us, end_us;
+    uint32_t depth, function;
+    int32_t line;
   };
   struct ThreadState {
     std::vector<Open> open;
@@ -112,6 +149,9 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     int64_t last_weight = 0;
     const std::vector<int64_t>* edges = nullptr;  // sorted
     size_t next_edge = 0;
+    const std::vector<std::pair<int64_t, int64_t>>* calls = nullptr;  // disjoint, by start
+    int64_t floor = INT64_MIN;  // the latest close or cut: nothing opens before it
+    std::vector<Slice> slices;
   };
   std::vector<ThreadState> threads(log.threads().size());
   std::vector<uint32_t> frames;
@@ -123,20 +163,17 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
   auto close_from = [&](uint32_t thread, size_t depth, int64_t end) {
     end = std::min(end, clip_end_ns);
     ThreadState& s = threads[thread];
-    for (size_t d = depth; d < s.open.size(); ++d) {  // outermost first: equal slices nest right
+    for (size_t d = depth; d < s.open.size(); ++d) {
       const Open& o = s.open[d];
-      const store::LogFunction& fn = log.functions()[o.function];
-      t.complete("python_function", fn.name, pid, tid_of(thread), o.start, std::max(end, o.start));
-      t.raw() += ", \"args\": {\"file\": ";
-      append_json_string(t.raw(), fn.file);
-      fmt::format_to(std::back_inserter(t.raw()), ", \"line\": {}}}}}", o.line);
-      ++counts.python_slices;
+      int64_t start_us = t.micros(o.start), end_us = t.micros(std::max(end, o.start));
+      if (end_us > start_us) s.slices.push_back({start_us, end_us, uint32_t(d), o.function, o.line});
     }
     if (s.open.size() > depth) s.open.resize(depth);
+    s.floor = std::max(s.floor, end);
   };
   for (uint32_t i = 0; i < threads.size(); ++i) {
-    auto edges = edges_ns.find(tid_of(i));
-    if (edges != edges_ns.end()) threads[i].edges = &edges->second;
+    if (auto edges = edges_ns.find(tid_of(i)); edges != edges_ns.end()) threads[i].edges = &edges->second;
+    if (auto c = calls.find(tid_of(i)); c != calls.end()) threads[i].calls = &c->second;
   }
   // Cuts what is open at the thread's step edges up to `until` and reopens it there.
   auto cut_at_edges = [&](uint32_t thread, int64_t until) {
@@ -144,12 +181,24 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     if (s.edges == nullptr) return;
     while (s.next_edge < s.edges->size() && (*s.edges)[s.next_edge] <= until) {
       int64_t edge = (*s.edges)[s.next_edge++];
+      s.floor = std::max(s.floor, std::min(edge, clip_end_ns));
       if (s.open.empty() || edge <= s.open.back().start || edge >= clip_end_ns) continue;
       std::vector<Open> reopened = s.open;
       close_from(thread, 0, edge);
       for (Open& o : reopened) o.start = edge;
       s.open = std::move(reopened);
     }
+  };
+  // Where a change of the stack (or its end) seen at `at` is placed: out of the CUDA call running
+  // then, to its start when nothing open or closed since began after it, else to its end.
+  auto change_at = [&](const ThreadState& s, int64_t at) {
+    int64_t lo = std::max(s.floor, s.open.empty() ? INT64_MIN : s.open.back().start);
+    if (s.calls != nullptr) {
+      const auto& c = *s.calls;
+      auto after = std::upper_bound(c.begin(), c.end(), std::make_pair(at, INT64_MIN));  // first starting at or after
+      if (after != c.begin() && (after - 1)->second > at) at = (after - 1)->first >= lo ? (after - 1)->first : (after - 1)->second;
+    }
+    return std::max(at, lo);
   };
   const std::vector<bool> mask = filter.thread_mask(log);
   query::for_each_window_sample(filter, log, [&](const store::SampleRecord& r) {
@@ -158,12 +207,13 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
     // was open: a sample stands for the time since its thread's previous one, so one that does
     // not reach back to the last sample kept leaves a hole.
     if (!s.open.empty() && r.time_ns - std::max<int64_t>(r.weight_ns, 0) > s.last_ns + 1'000'000) {
-      cut_at_edges(r.thread, s.last_ns + s.last_weight);
-      close_from(r.thread, 0, s.last_ns + s.last_weight);
+      int64_t end = std::min(s.last_ns + s.last_weight, r.time_ns);
+      cut_at_edges(r.thread, end);
+      close_from(r.thread, 0, change_at(s, end));
     }
     cut_at_edges(r.thread, r.time_ns);
     if (!filter.keeps(r, mask)) {
-      if (!s.open.empty()) close_from(r.thread, 0, r.time_ns);
+      if (!s.open.empty()) close_from(r.thread, 0, change_at(s, r.time_ns));
       return;
     }
     log.stack_frames(r.stack, frames);  // leaf first
@@ -173,17 +223,33 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
            s.open[same].function == log.frames()[frames[depth - 1 - same]].function) {
       ++same;
     }
-    close_from(r.thread, same, r.time_ns);
+    int64_t at = same < s.open.size() || same < depth ? change_at(s, r.time_ns) : r.time_ns;
+    close_from(r.thread, same, at);
     for (size_t d = same; d < depth; ++d) {
       const store::LogFrame& f = log.frames()[frames[depth - 1 - d]];
-      s.open.push_back({f.function, f.line, r.time_ns});
+      s.open.push_back({f.function, f.line, at});
     }
     s.last_ns = r.time_ns;
     s.last_weight = std::max<int64_t>(r.weight_ns, 0);
   });
   for (uint32_t i = 0; i < threads.size(); ++i) {
-    cut_at_edges(i, threads[i].last_ns + threads[i].last_weight);
-    close_from(i, 0, threads[i].last_ns + threads[i].last_weight);
+    ThreadState& s = threads[i];
+    cut_at_edges(i, s.last_ns + s.last_weight);
+    close_from(i, 0, s.last_ns + s.last_weight);
+    std::sort(s.slices.begin(), s.slices.end(), [](const Slice& a, const Slice& b) {
+      if (a.start_us != b.start_us) return a.start_us < b.start_us;
+      if (a.end_us != b.end_us) return a.end_us > b.end_us;
+      return a.depth < b.depth;
+    });
+    for (const Slice& sl : s.slices) {
+      const store::LogFunction& fn = log.functions()[sl.function];
+      t.begin("X", "python_function", fn.name, pid, tid_of(i));
+      fmt::format_to(std::back_inserter(t.raw()), ", \"ts\": {}, \"dur\": {}, \"args\": {{\"file\": ", sl.start_us,
+                     sl.end_us - sl.start_us);
+      append_json_string(t.raw(), fn.file);
+      fmt::format_to(std::back_inserter(t.raw()), ", \"line\": {}}}}}", sl.line);
+      ++counts.python_slices;
+    }
   }
 }
 
@@ -216,16 +282,21 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
   out += "\"traceEvents\": [";
   TraceText t(out, parts.epoch_offset_ns);
 
-  // CPU processes and threads: names from the sample logs.
+  // CPU processes and threads: names from the sample logs; threads that only made CUDA calls (a
+  // thread without Python, as autograd's) are named after all events.
+  std::map<int64_t, bool> named_processes;
+  std::map<std::pair<int64_t, int64_t>, bool> named_threads;
   if (parts.samples != nullptr) {
     for (const store::ProcessSamples& p : parts.samples->processes) {
       const store::SampleLog& log = p.log;
       if (!parts.filter.keeps_process(log.pid())) continue;
       std::string name = log.processes().empty() ? "python" : log.processes().back().executable;
       metadata(t, "process_name", log.pid(), 0, "name", fmt::format("{} (pid {})", name, log.pid()));
+      named_processes[log.pid()] = true;
       for (const store::LogThread& th : log.threads()) {
         if (th.native_tid == 0) continue;
         metadata(t, "thread_name", log.pid(), th.native_tid, "name", th.name.empty() ? fmt::format("thread {}", th.native_tid) : th.name);
+        named_threads[{log.pid(), th.native_tid}] = true;
       }
       // The step edges of each thread, where its Python slices are cut so that they nest in the steps.
       std::map<int64_t, std::vector<int64_t>> edges;
@@ -240,7 +311,16 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
         }
         for (auto& [tid, e] : edges) std::sort(e.begin(), e.end());
       }
-      python_slices(t, log, parts.filter, parts.range_ns ? parts.range_ns->second : INT64_MAX, edges, counts);
+      CallSpans calls;
+      if (gpu != nullptr) {
+        for (const store::GpuApiCall& call : gpu->api_calls) {
+          if (call.pid == log.pid() && call.end_ns > call.start_ns && in_range(parts, call.start_ns, call.end_ns)) {
+            calls[call.tid].push_back(clipped(parts, call.start_ns, call.end_ns));
+          }
+        }
+        for (auto& [tid, spans] : calls) merge_spans(spans);
+      }
+      python_slices(t, log, parts.filter, parts.range_ns ? parts.range_ns->second : INT64_MAX, edges, calls, counts);
     }
   }
 
@@ -307,7 +387,8 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
     std::unordered_map<int64_t, const store::GpuApiCall*> launch;
     for (const store::GpuApiCall& call : gpu->api_calls) {
       if (!in_range(parts, call.start_ns, call.end_ns)) continue;
-      t.complete(call.driver ? "cuda_driver" : "cuda_runtime", call.name, call.pid, call.tid, call.start_ns, call.end_ns);
+      auto [begin, end] = clipped(parts, call.start_ns, call.end_ns);
+      t.complete(call.driver ? "cuda_driver" : "cuda_runtime", call.name, call.pid, call.tid, begin, end);
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"correlation\": {}}}}}", call.correlation);
       ++counts.api_calls;
       if (call.correlation != 0) launch.emplace(flow_id(call.pid, call.correlation), &call);
@@ -352,7 +433,8 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
     for (const store::GpuSync& sync : gpu->syncs) {
       if (!in_range(parts, sync.start_ns, sync.end_ns)) continue;
       // kineto moves stream syncs off the stream's row so they do not overlap its kernels.
-      t.complete("cuda_sync", sync.kind, sync.pid, sync.tid, sync.start_ns, sync.end_ns);
+      auto [begin, end] = clipped(parts, sync.start_ns, sync.end_ns);
+      t.complete("cuda_sync", sync.kind, sync.pid, sync.tid, begin, end);
       fmt::format_to(std::back_inserter(out), ", \"args\": {{\"cuda_sync_kind\": ");
       append_json_string(out, sync.kind);
       fmt::format_to(std::back_inserter(out), ", \"stream\": {}, \"correlation\": {}}}}}", sync.stream, sync.correlation);
@@ -361,6 +443,25 @@ ChromeTraceCounts write_chrome_trace(const ChromeTraceParts& parts, std::string&
       if (!in_range(parts, o.start_ns, o.end_ns)) continue;
       t.complete("overhead", o.name, o.pid, 0, o.start_ns, o.end_ns);
       out += "}";
+    }
+    auto name_thread = [&](int64_t pid, int64_t tid) {
+      if (!named_processes[pid]) {
+        named_processes[pid] = true;
+        metadata(t, "process_name", pid, 0, "name", fmt::format("pid {}", pid));
+      }
+      if (!named_threads[{pid, tid}]) {
+        named_threads[{pid, tid}] = true;
+        metadata(t, "thread_name", pid, tid, "name", tid == 0 ? std::string("CUDA (thread unknown)") : fmt::format("thread {}", tid));
+      }
+    };
+    for (const store::GpuApiCall& call : gpu->api_calls) {
+      if (in_range(parts, call.start_ns, call.end_ns)) name_thread(call.pid, call.tid);
+    }
+    for (const store::GpuSync& sync : gpu->syncs) {
+      if (in_range(parts, sync.start_ns, sync.end_ns)) name_thread(sync.pid, sync.tid);
+    }
+    for (const store::GpuOverhead& o : gpu->overheads) {
+      if (in_range(parts, o.start_ns, o.end_ns)) name_thread(o.pid, 0);
     }
   }
   out += "\n]\n}\n";

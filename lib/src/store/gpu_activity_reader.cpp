@@ -376,12 +376,17 @@ Result<GpuTrace> read_gpu_activity(const fs::path& profile_dir) {
       trace.warnings.push_back(status.error().message);
     }
   }
-  // CUPTI's sync records name a context, not a device: the context's work gives the device.
+  // CUPTI's sync records name a context, not a device, nor a thread: the context's work gives
+  // the device, the API call with the same correlation id the thread that waited.
   std::map<std::pair<int32_t, int64_t>, int32_t> device_of_context;
   for (const GpuOp& op : trace.ops) device_of_context.emplace(std::make_pair(op.pid, op.context), op.device);
+  std::map<std::pair<int32_t, int64_t>, int32_t> tid_of_call;
+  for (const GpuApiCall& call : trace.api_calls) {
+    if (call.correlation != 0) tid_of_call.emplace(std::make_pair(call.pid, call.correlation), call.tid);
+  }
   for (GpuSync& sync : trace.syncs) {
-    auto it = device_of_context.find({sync.pid, sync.context});
-    if (it != device_of_context.end()) sync.device = it->second;
+    if (auto it = device_of_context.find({sync.pid, sync.context}); it != device_of_context.end()) sync.device = it->second;
+    if (auto it = tid_of_call.find({sync.pid, sync.correlation}); it != tid_of_call.end()) sync.tid = it->second;
   }
   sort_gpu_trace(trace);
   return trace;
