@@ -17,7 +17,7 @@ sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common
   HEADERS layout manifest manifest_sections markers profile profile_files profile_samples pstats sample_log stats_dir
-          system_metrics trace_events trace_writer gpu_trace gzip)
+          system_metrics trace_events trace_writer gpu_trace gzip file_bytes)
 sprof_stage(timeline DEPS store
   HEADERS step_timeline step_inference step_trace)
 sprof_stage(window DEPS store timeline

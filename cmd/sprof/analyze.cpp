@@ -1,7 +1,6 @@
 // sprof analyze DIR: one page about a training job (job, phases, steps, functions, system usage, rules);
 // sprof report DIR: the same as one self-contained HTML page with charts and flame graphs.
 
-#include <fstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +12,7 @@
 #include "sprof/report_views.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
+#include "sprof/file_bytes.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -35,10 +35,8 @@ struct AnalyzeCommandOptions {
 Status write_html(const report::AnalyzeReport& report, const std::string& path) {
   SPROF_TRY(report::ReportViews views, report::report_views(report, report::ReportViewOptions{}));
   const std::string page = render::analyze_html(report, views);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << page;
-  out.close();
-  if (!out) return make_error(ErrorKind::io, "cannot write {}", path);
+  // A temporary file renamed over the old report: a full disk or a kill leaves the old one whole.
+  SPROF_TRY_STATUS(store::write_file_atomically(path, page));
   if (!global_options().quiet) {
     fmt::print(stderr, "sprof: wrote {} ({:.1f} MB: {} flame graphs, {} steps)\n", path,
                static_cast<double>(page.size()) / 1e6, views.flames.size(), report.steps.size());

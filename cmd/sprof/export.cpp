@@ -1,7 +1,6 @@
 // sprof export: a profile directory's raw samples as collapsed stacks, speedscope JSON or a flame
 // graph SVG, or the whole profile (samples, steps, GPU activity) as one Chrome trace.
 
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include "command.hpp"
 #include "query_args.hpp"
 #include "sprof/chrome_trace.hpp"
+#include "sprof/file_bytes.hpp"
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
 #include "sprof/profile_samples.hpp"
@@ -160,10 +160,8 @@ void add_export(CLI::App& app, CommandList& commands) {
       std::fflush(stdout);
       return 0;
     }
-    std::ofstream out(flags->output, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return make_error(ErrorKind::io, "cannot write {}", flags->output);
+    // A temporary file renamed over the old one: a full disk or a kill leaves the old one whole.
+    SPROF_TRY_STATUS(store::write_file_atomically(flags->output, text));
     if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({})\n", flags->output, what);
     return 0;
   }});

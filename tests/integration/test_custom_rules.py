@@ -59,6 +59,23 @@ THRESHOLD_RULES = [
 CRASHING = "import sys\nsys.stdin.readline()\nsys.exit(3)\n"
 HANGING = "import sys, time\nfor line in sys.stdin:\n    time.sleep(600)\n"
 BABBLING = "import sys\nfor line in sys.stdin:\n    print('hello', flush=True)\n"
+# Answers each evaluation with a verdict nested 100,000 deep (a 200 KB line): parsed by recursion
+# it overflowed sprof's stack (issue 29, defect 1).
+NESTED = r"""
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "evaluate":
+        print('{"seq": %d, "status": "NoData", "details": {"x": %s%s}}' % (m["seq"], "[" * 100000, "]" * 100000), flush=True)
+"""
+# A verdict without "status" and 100 KB of details: the message shows its start, not all of it.
+STATUSLESS = r"""
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "evaluate":
+        print(json.dumps({"seq": m["seq"], "details": {"x": "y" * 100000}}), flush=True)
+"""
 # Keeps every record it reads (one JSON file per evaluation), then answers as sprof/rules.py does.
 RECORDING = r"""
 import json, sys
@@ -224,7 +241,8 @@ class CustomRulesAfterTheRun(unittest.TestCase):
 
     def test_broken_programs_are_disabled_once_and_the_rest_runs(self):
         flags = ["--rule-timeout", "2", "--rule-file", self.rule_file]
-        for name, text in (("crashing", CRASHING), ("hanging", HANGING), ("babbling", BABBLING)):
+        for name, text in (("crashing", CRASHING), ("hanging", HANGING), ("babbling", BABBLING), ("nested", NESTED),
+                           ("statusless", STATUSLESS)):
             flags += ["--rule-program", "%s=%s %s" % (name, DEBIAN_PYTHON, write(os.path.join(self.tmp, name + ".py"), text))]
         started = time.monotonic()
         doc, proc = self.rules_json(*flags)
@@ -235,6 +253,8 @@ class CustomRulesAfterTheRun(unittest.TestCase):
             "crashing": "it gave no verdict: it exited with status 3",
             "hanging": "it did not answer within 2 s (--rule-timeout)",
             "babbling": "it wrote \"hello\", not a verdict (a JSON object with \"seq\")",
+            "nested": "it wrote a verdict nested deeper than 128 levels",
+            "statusless": "its verdict {\"details\":{\"x\":\"" + "y" * 183 + "... (100028 bytes): no \"status\"",
         }
         for name, why in expected.items():
             self.assertEqual(results[name]["status"], "NoData")
@@ -307,7 +327,7 @@ class CustomRulesLive(TempDirTestCase):
 
     def test_broken_programs_never_stop_the_recording(self):
         flags = ["--rule-timeout", "1", "--rule-interval", "1"]
-        for name, text in (("crashing", CRASHING), ("hanging", HANGING)):
+        for name, text in (("crashing", CRASHING), ("hanging", HANGING), ("nested", NESTED)):
             flags += ["--rule-program", "%s=%s %s" % (name, DEBIAN_PYTHON, write(os.path.join(self.tmp, name + ".py"), text))]
         out, proc, manifest, took = self.record(*flags, steps=30, slow_from=30, check=0)
         self.assertIn("finished", proc.stdout)
@@ -315,6 +335,8 @@ class CustomRulesLive(TempDirTestCase):
         self.assertEqual(proc.stderr.count("rule crashing ("), 1, proc.stderr)
         self.assertEqual(proc.stderr.count("rule hanging ("), 1, proc.stderr)
         self.assertIn("disabled: it did not answer within 1 s (--rule-timeout)", proc.stderr)
+        self.assertIn("rule nested (", proc.stderr)
+        self.assertIn("disabled: it wrote a verdict nested deeper than 128 levels", proc.stderr)
         modes = json.loads(run_sprof("analyze", out, "--json", check=0).stdout)["steps"]["modes"]
         self.assertEqual([(m["mode"], m["count"]) for m in modes], [("TRAIN", 30)])
 

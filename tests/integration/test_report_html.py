@@ -11,9 +11,27 @@ import re
 import unittest
 
 from browser_testlib import BrowserTestCase, screenshots_dir
-from sprof_testlib import SOURCE_DIR, run_sprof
+from sprof_testlib import DEBIAN_PYTHON, SOURCE_DIR, run_sprof
 
 PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
+
+# Steps whose functions are named like HTML that would end or comment out a <script> element.
+HOSTILE = """
+import time, sprof
+def make(name):
+    def f(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
+    return f
+funcs = [make(n) for n in ("<!--<script>", "</script><script>", "busy")]
+for step in range(6):
+    sprof.step()
+    for f in funcs:
+        f(0.03)
+sprof.step_end()
+"""
 
 HARNESS = """<!doctype html><html><body>
 <iframe id="f" src="report.html" width="1280" height="1000"></iframe>
@@ -88,6 +106,35 @@ class ReportHtmlTest(BrowserTestCase):
                      "--screenshot=" + png, "file://" + page)
         self.assertGreater(os.path.getsize(png), 50000)
 
+    def test_hostile_function_names_leave_every_section_drawn(self):
+        # A function named "<!--<script>" made the embedded data's <script> element swallow the
+        # page's own script: a blank page (issue 29, defect 7). JSON data now holds '<' as \u003c.
+        script = os.path.join(self.tmp, "hostile.py")
+        with open(script, "w") as f:
+            f.write(HOSTILE)
+        profile = os.path.join(self.tmp, "p")
+        run_sprof("record", "-o", profile, "-r", "200", "--", DEBIAN_PYTHON, script, check=0)
+        page = os.path.join(self.tmp, "report.html")
+        run_sprof("report", profile, "-o", page, check=0)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        data = html[html.index('id="sprof-data">'):]
+        data = data[:data.index("</script>")]
+        self.assertNotIn("<", data[len('id="sprof-data">'):])
+        r, console = self.run_harness(HARNESS)
+        self.assertNotIn("error", r)
+        self.assertEqual(console, [], "console messages")
+        self.assertGreater(len(r["views"]), 2)
+        self.assertGreater(r["frames_all"], 5)
+        self.assertEqual(r["drawn_charts"], r["charts"])
+        for name in ("<!--<script>", "</script><script>"):
+            self.assertGreater(self.search(name), 0, name)
+
+    def search(self, name):
+        pattern = json.dumps(re.escape(name)).replace("<", "\\u003c")  # inside the harness's own <script>
+        r, _ = self.run_harness(HARNESS.replace('R.search("^busy")', "R.search(%s)" % pattern))
+        return r["hits"]
+
     def test_analyze_html_writes_the_same_report(self):
         page = os.path.join(self.tmp, "a.html")
         proc = run_sprof("analyze", PROFILE, "--html", page, check=0)
@@ -98,7 +145,7 @@ class ReportHtmlTest(BrowserTestCase):
     def test_bad_output_path(self):
         path = os.path.join(self.tmp, "no", "such", "dir", "r.html")
         proc = run_sprof("report", PROFILE, "-o", path, check=1)  # the man page's I/O exit status
-        self.assertIn("cannot write " + path, proc.stderr)
+        self.assertIn(path + ": cannot write", proc.stderr)
 
 
 if __name__ == "__main__":

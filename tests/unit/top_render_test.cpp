@@ -65,3 +65,19 @@ TEST_CASE("top screen shows each GPU's utilization, or the mean and busiest of m
   view.header.gpu_utilization.clear();  // NVML loaded, no answer this time
   CHECK(render::top_screen(view, {}).find("\nGPU ? | keys:") != std::string::npos);
 }
+
+TEST_CASE("top screen shows names the program chose without their control characters (issue 29, defect 9)") {
+  live::TopView view;
+  live::TopRow r;
+  r.function = "\x1b[2J\x1b]0;PWNED\x07" "clear";
+  r.file = "split\nrow.py";
+  r.line = 1;
+  r.own_share = r.total_share = 1;
+  view.rows.push_back(r);
+  render::TopScreenOptions options;
+  options.target = "python \x1b[31mred";
+  std::string screen = render::top_screen(view, options);
+  for (char c : screen) CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+  CHECK(screen.find("?[2J?]0;PWNED?clear (split?row.py:1)") != std::string::npos);
+  CHECK(screen.find("python ?[31mred") != std::string::npos);
+}

@@ -40,7 +40,9 @@ TEST_CASE("trace schedule: parsed words, Composer's defaults, torch.profiler's a
   auto d = parse_trace_schedule("active=4");
   REQUIRE(d.ok());
   CHECK((d->wait == 0 && d->warmup == 1 && d->repeat == 1 && d->skip_first == 0));
-  for (const char* bad : {"", "active", "active=", "active=x", "active=0", "wait=-1", "sleep=1", "active=1,,wait=1"}) {
+  // The last two wrapped the cycle to 0 (a SIGFPE in record; issue 29, defect 4).
+  for (const char* bad : {"", "active", "active=", "active=x", "active=0", "wait=-1", "sleep=1", "active=1,,wait=1",
+                          "wait=9223372036854775807,warmup=9223372036854775807,active=2", "active=1000000000001"}) {
     auto r = parse_trace_schedule(bad);
     INFO(bad);
     REQUIRE_FALSE(r.ok());

@@ -1,5 +1,6 @@
 #pragma once
-// Text inside HTML, SVG or XML (element content and quoted attribute values).
+// Text inside HTML, SVG or XML (element content and quoted attribute values), and text for a
+// terminal.
 
 #include <string>
 #include <string_view>
@@ -15,5 +16,10 @@ inline std::string markup_escaped(std::string_view text) {
   append_markup_escaped(out, text);
   return out;
 }
+
+// Names the profiled program chose (functions, files, threads) as one line of terminal text:
+// C0 controls (ESC, BEL, NUL, CR, newline, tab), DEL and C1 controls become '?', so that a name
+// can neither move the cursor, retitle the terminal, clear the screen nor split a table row.
+std::string terminal_safe(std::string_view text);
 
 }  // namespace sprof

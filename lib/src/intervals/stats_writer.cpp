@@ -13,7 +13,7 @@
 #include "sprof/manifest_sections.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/profile.hpp"
-#include "store/file_bytes.hpp"
+#include "sprof/file_bytes.hpp"
 
 namespace sprof::intervals {
 

@@ -78,8 +78,25 @@ ordered_json data_json(const report::AnalyzeReport& report, const report::Report
   return d;
 }
 
-// A <script> element's text ends at the first "</script" whatever the JSON or JavaScript around
-// it: "</" becomes "<\/" (the same string in JSON and in JavaScript strings).
+// JSON inside a <script> element: every '<' as \u003c. A "</script" would end the element, and a
+// "<!--" followed by "<script" (a function so named) makes the parser skip the real "</script>",
+// so that the page's own script is swallowed and nothing renders. Only inside JSON strings can a
+// '<' occur, and there \u003c reads back as '<'.
+std::string json_script_safe(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  for (char c : json) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The page's JavaScript (sprof's own, no "<!--"): "</" becomes "<\/" (the same string in
+// JavaScript strings and regular expressions).
 std::string script_safe(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -125,7 +142,7 @@ std::string analyze_html(const report::AnalyzeReport& report, const report::Repo
          "<section id=\"rules\"><h2>Rules</h2></section>\n"
          "<section id=\"gpu\"><h2>GPU</h2></section>\n"
          "<script type=\"application/json\" id=\"sprof-data\">";
-  out += script_safe(data_json(report, views).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  out += json_script_safe(data_json(report, views).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   out += "</script>\n<script>\n";
   out += script_safe(assets::page_js);
   out += "\n</script>\n</body>\n</html>\n";

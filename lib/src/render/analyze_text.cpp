@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sprof/analyze_render.hpp"
+#include "sprof/markup.hpp"
 #include "sprof/rules_render.hpp"
 #include "sprof/text_table.hpp"
 
@@ -31,7 +32,7 @@ std::string utc(int64_t epoch_us) {
 std::string seconds_text(double s) { return fmt::format("{:.3f} s", s); }
 
 std::string function_text(const report::FunctionTime& f) {
-  return fmt::format("{} ({}:{})", f.name, shorten(f.file, 50), f.first_line);
+  return terminal_safe(fmt::format("{} ({}:{})", f.name, shorten(f.file, 50), f.first_line));
 }
 
 std::string value_text(double v, const std::string& unit) {
@@ -148,7 +149,7 @@ void render_phases(std::string& out, const report::AnalyzeReport& r, bool color,
     std::string top;
     for (const auto& f : p.top) {
       if (!top.empty()) top += ", ";
-      top += fmt::format("{} {:.2f}s", f.name, f.self_s);
+      top += fmt::format("{} {:.2f}s", terminal_safe(f.name), f.self_s);
     }
     if (top.empty()) top = r.has_samples ? "-" : "(no samples)";
     t.add_row({{p.name, ""},
@@ -396,7 +397,7 @@ std::string analyze_text(const report::AnalyzeReport& r, const TextStyle& style)
   // No steps: said first, with the way to get them (the note's first part); else how much of the
   // training loop waited for input.
   if (r.step_stats.empty() && !r.steps_note.empty()) out += r.steps_note.substr(0, r.steps_note.find("; ")) + "\n";
-  if (!r.loop_headline.empty()) out += r.loop_headline + "\n";
+  if (!r.loop_headline.empty()) out += terminal_safe(r.loop_headline) + "\n";
   render_job(out, r, color, width);
   render_phases(out, r, color, width);
   render_steps(out, r, color, width);

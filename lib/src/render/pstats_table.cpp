@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sprof/markup.hpp"
+
 #include "sprof/stats_dir.hpp"
 
 namespace sprof::render {
@@ -96,7 +98,7 @@ std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
                        s.nc == 0 ? std::string(8, ' ') : f8(s.tt / static_cast<double>(s.nc)),
                        f8(s.ct),
                        s.cc == 0 ? std::string(8, ' ') : f8(s.ct / static_cast<double>(s.cc)),
-                       func_std_string(entry->first));
+                       terminal_safe(func_std_string(entry->first)));
   }
   return out;
 }

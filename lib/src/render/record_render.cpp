@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sprof/markup.hpp"
+
 namespace sprof::render {
 namespace {
 
@@ -28,7 +30,8 @@ std::string record_summary_text(const store::Manifest& manifest, const report::S
     out += fmt::format("  {:>6}  {:>6}  {:>9}  {}\n", "self%", "total%", "self s", "function (file:line)");
     for (const auto& f : s.top) {
       out += fmt::format("  {:>5.1f}%  {:>5.1f}%  {:>9.3f}  {} ({}:{})\n", 100.0 * f.self_s / s.kept_s,
-                         100.0 * f.total_s / s.kept_s, f.self_s, f.name, shorten(f.file, 60), f.first_line);
+                         100.0 * f.total_s / s.kept_s, f.self_s, terminal_safe(f.name), terminal_safe(shorten(f.file, 60)),
+                         f.first_line);
     }
   }
   return out;

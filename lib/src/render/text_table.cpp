@@ -1,5 +1,7 @@
 #include "sprof/text_table.hpp"
 
+#include "sprof/markup.hpp"
+
 #include <algorithm>
 
 namespace sprof::render {
@@ -35,6 +37,7 @@ TextTable::TextTable(std::vector<std::string> headers) : headers_(std::move(head
 
 void TextTable::add_row(std::vector<TableCell> cells) {
   cells.resize(headers_.size());
+  for (TableCell& cell : cells) cell.text = terminal_safe(cell.text);  // names from the program
   rows_.push_back(std::move(cells));
 }
 

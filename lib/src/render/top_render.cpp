@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sprof/markup.hpp"
+
 namespace sprof::render {
 namespace {
 
@@ -40,7 +42,7 @@ std::string top_screen(const live::TopView& view, const TopScreenOptions& o) {
   const live::TopHeader& h = view.header;
   std::string out;
   auto line = [&](const std::string& text) { out += fit(text, o.width) + "\n"; };
-  line(fmt::format("sprof top: {} ({}{}), {}", o.target, h.python.empty() ? "Python ?" : "Python " + h.python,
+  line(fmt::format("sprof top: {} ({}{}), {}", terminal_safe(o.target), h.python.empty() ? "Python ?" : "Python " + h.python,
                    h.processes > 1 ? fmt::format(", {} processes", h.processes) : "", h.status));
   std::string steps = h.step ? fmt::format("step {} ({}), {:.2f} steps/s", *h.step, h.mode.empty() ? "?" : h.mode,
                                            std::max(h.steps_per_s, 0.0))
@@ -62,7 +64,7 @@ std::string top_screen(const live::TopView& view, const TopScreenOptions& o) {
     if (used >= o.height) break;
     if (r.own_share == 0 && r.total_share == 0 && r.total_s == 0) continue;
     line(fmt::format("{:>5.1f}% {:>6.1f}% {:>9} {:>10}  {} ({}:{})", 100 * r.own_share, 100 * r.total_share,
-                     duration(r.own_s), duration(r.total_s), r.function, r.file, r.line));
+                     duration(r.own_s), duration(r.total_s), terminal_safe(r.function), terminal_safe(r.file), r.line));
     ++used;
   }
   if (view.rows.empty()) line("(no samples yet)");

@@ -52,7 +52,10 @@ Result<RuleResult> verdict_result(const json& v, const ProgramRule& rule, int64_
   r.recommendation = rule.recommendation;
   r.rule_parameters = fmt::format("program:{}", fmt::join(rule.argv, " "));
   auto bad = [&](std::string why) {
-    return make_error(ErrorKind::runtime, "its verdict {}: {}", v.dump(-1, ' ', false, json::error_handler_t::replace), why);
+    // The verdict as the program wrote it, cut short: a line may hold up to 1 MiB.
+    std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > 200) text = fmt::format("{}... ({} bytes)", text.substr(0, 200), text.size());
+    return make_error(ErrorKind::runtime, "its verdict {}: {}", text, why);
   };
   if (!v.contains("status") || !v["status"].is_string()) return bad("no \"status\"");
   std::string status = v["status"].get<std::string>();

@@ -1,6 +1,7 @@
 // A rule program as a child process (rule_program.hpp).
 
 #include "rules/rule_program.hpp"
+#include "store/json_text.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -170,6 +171,10 @@ Result<nlohmann::json> RuleProgram::exchange(std::string records, int64_t seq, b
       std::string line = input_.substr(0, nl);
       input_.erase(0, nl + 1);
       if (line.empty() || line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      // A parser that recurses per level overflows the stack on 100,000 nested brackets.
+      if (!store::json_depth_within(line)) {
+        return fail(fmt::format("it wrote a verdict nested deeper than {} levels", store::kMaxJsonDepth));
+      }
       auto answer = nlohmann::json::parse(line, nullptr, false);
       if (answer.is_discarded() || !answer.is_object() || !answer.contains("seq") ||
           !answer["seq"].is_number_integer()) {

@@ -1,4 +1,4 @@
-#include "store/file_bytes.hpp"
+#include "sprof/file_bytes.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -23,6 +23,8 @@ Error errno_error(int err, std::string_view action, const std::filesystem::path&
     case EPERM: kind = ErrorKind::permission; break;
     default: break;
   }
+  // A path that cannot be written is an output problem (I/O), not bad input.
+  if (action == "write" && kind == ErrorKind::bad_input) kind = ErrorKind::io;
   const char* why = err == ELOOP ? "too many levels of symbolic links (a symlink loop?)"
                                  : std::strerror(err);
   return make_error(kind, "{}: cannot {}: {}", path.string(), action, why);

@@ -1,7 +1,7 @@
 #include "sprof/manifest.hpp"
 #include "sprof/profile_files.hpp"
 
-#include "store/file_bytes.hpp"
+#include "sprof/file_bytes.hpp"
 #include "store/json_text.hpp"
 
 #include <fcntl.h>

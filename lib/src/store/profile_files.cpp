@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "store/file_bytes.hpp"
+#include "sprof/file_bytes.hpp"
 
 namespace sprof::store {
 namespace fs = std::filesystem;

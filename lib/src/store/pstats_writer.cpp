@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "sprof/pstats.hpp"
-#include "store/file_bytes.hpp"
+#include "sprof/file_bytes.hpp"
 #include "store/marshal_format.hpp"
 #include "store/marshal_writer.hpp"
 #include "store/pstats_view.hpp"

@@ -37,6 +37,12 @@ Result<TraceSchedule> parse_trace_schedule(std::string_view text) {
     if (ec != std::errc() || end != number.data() + number.size() || value < 0) {
       return make_error(ErrorKind::usage, "--trace-schedule: {}={} is not a whole number >= 0", word, number);
     }
+    // Bounded so that a cycle (wait + warmup + active) and skip_first + repeat cycles stay far
+    // from int64's end: no job runs 10^12 steps.
+    constexpr int64_t kMaxSteps = 1'000'000'000'000;
+    if (value > kMaxSteps) {
+      return make_error(ErrorKind::usage, "--trace-schedule: {}={} is over {} steps", word, number, kMaxSteps);
+    }
     *field = value;
   }
   if (s.active < 1) return make_error(ErrorKind::usage, "--trace-schedule: active must be at least 1");

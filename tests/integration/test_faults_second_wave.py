@@ -1,0 +1,158 @@
+"""Fault suite for the second wave's features (issue 29): each defect found by attacking them as a
+hostile user, program or server would, as a counted case that failed before its fix. Each test
+prints its counts to stderr ("[faults2] defect N ...: outcome=count"), so a CI log says which
+rows ran. Rows tested elsewhere: defect 1 also in test_custom_rules (offline and live), 7 in
+test_report_html (headless Chromium), 11 in test_gpu_views."""
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import unittest
+
+from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, run_sprof
+
+EXIT_USAGE = 2
+
+
+def report(name, counts):
+    sys.stderr.write("\n[faults2] %s: %s\n" % (name, ", ".join("%s=%d" % kv for kv in sorted(counts.items()))))
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# A loop of named steps whose functions have hostile names: terminal escapes, a newline, NUL and
+# the HTML comment-and-script opener.
+HOSTILE_NAMES = [
+    "\x1b[2J\x1b]0;PWNED\x07clear",
+    "split\nrow",
+    "nul\x00byte",
+    "<!--<script>",
+    "c1\u009bcsi",
+]
+HOSTILE = textwrap.dedent("""\
+    import sys, time
+    import sprof
+
+    def make(name):
+        def f(seconds):
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
+        return f
+
+    funcs = [make(n) for n in %r]
+    for step in range(6):
+        sprof.step()
+        for f in funcs:
+            f(0.03)
+    sprof.step_end()
+    """) % (HOSTILE_NAMES,)
+
+CONTROL = [chr(c) for c in range(0x20) if chr(c) != "\n"] + ["\x7f", "\u009b"]
+
+
+class HostileProgramTest(TempDirTestCase):
+    def setUp(self):
+        super().setUp()
+        if not SPROF_BIN:
+            raise unittest.SkipTest("SPROF_BIN is not set")
+
+    def record_hostile(self):
+        out = os.path.join(self.tmp, "p")
+        proc = run_sprof("record", "-o", out, "-r", "200", "--", DEBIAN_PYTHON, write(os.path.join(self.tmp, "h.py"), HOSTILE),
+                         check=0)
+        return out, proc
+
+    def assert_no_controls(self, text, what):
+        bad = sorted({repr(c) for c in text if c in CONTROL})
+        self.assertEqual(bad, [], "%s holds control characters" % what)
+
+    def test_defect_9_names_never_reach_the_terminal_raw(self):
+        counts = collections.Counter()
+        out, proc = self.record_hostile()
+        self.assertIn("clear", proc.stdout + proc.stderr)  # the summary lists the hostile function
+        for what, text in (("record's summary", proc.stdout + proc.stderr),
+                           ("analyze", run_sprof("analyze", out, check=0).stdout),
+                           ("fetch-by-step", run_sprof("fetch-by-step", out, "--step", "2", check=0).stdout),
+                           ("list-stats", run_sprof("list-stats", out, check=0).stdout)):
+            self.assert_no_controls(text, what)
+            counts["clean: " + what] += 1
+        # Every table row is one line: "split\nrow" shows as one name.
+        self.assertIn("split?row", run_sprof("analyze", out, check=0).stdout)
+        # JSON keeps the names exactly.
+        doc = json.loads(run_sprof("analyze", out, "--json", check=0).stdout)
+        names = {f["function"] for f in doc["functions"]["top"]}
+        self.assertTrue(set(HOSTILE_NAMES) & names, names)
+        report("defect 9 terminal escapes in text output", counts)
+
+    def test_defect_12_a_failed_write_leaves_the_old_report_whole(self):
+        out, _ = self.record_hostile()
+        mnt = os.path.join(self.tmp, "small")
+        os.mkdir(mnt)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt], capture_output=True, text=True)
+        if mounted.returncode != 0:
+            raise unittest.SkipTest("cannot mount a small tmpfs here: %s" % mounted.stderr.strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", mnt])
+        counts = collections.Counter()
+        for args, name in ((["report", out], "report.html"), (["export", out, "-f", "chrome"], "trace.json"),
+                           (["export", out, "-f", "speedscope"], "s.speedscope.json")):
+            target = os.path.join(mnt, name)
+            write(target, "old and whole\n")
+            filler = os.path.join(mnt, "filler")
+            subprocess.run(["dd", "if=/dev/zero", "of=" + filler, "bs=4k"], capture_output=True)  # until full
+            proc = run_sprof(*args, "-o", target, check=None)
+            self.assertEqual(proc.returncode, 1, proc.stderr)  # I/O
+            self.assertIn(target, proc.stderr)
+            self.assertIn("No space left on device", proc.stderr)
+            with open(target) as f:
+                self.assertEqual(f.read(), "old and whole\n")
+            self.assertEqual(sorted(os.listdir(mnt)), sorted([name, "filler"]))  # no temporary file left
+            os.unlink(filler)
+            os.unlink(target)
+            counts["old file kept: " + args[0]] += 1
+        report("defect 12 in-place writes", counts)
+
+
+class BadOptionsTest(TempDirTestCase):
+    def test_defect_4_an_overflowing_trace_schedule_is_a_usage_error(self):
+        marker = os.path.join(self.tmp, "ran")
+        counts = collections.Counter()
+        for schedule in ("wait=9223372036854775807,warmup=9223372036854775807,active=2", "active=1000000000001"):
+            proc = run_sprof("record", "-o", os.path.join(self.tmp, "p"), "--trace-schedule", schedule, "--",
+                             DEBIAN_PYTHON, "-c", "open(%r, 'w').close()" % marker, check=None)
+            self.assertEqual(proc.returncode, EXIT_USAGE, proc.stderr)
+            self.assertIn("--trace-schedule", proc.stderr)
+            self.assertFalse(os.path.exists(marker), "the command ran")
+            counts["exit 2"] += 1
+        report("defect 4 trace schedule overflow", counts)
+
+
+class HostileRuleProgramTest(TempDirTestCase):
+    def test_defect_1_a_deeply_nested_verdict_disables_the_rule(self):
+        program = write(os.path.join(self.tmp, "nested.py"), textwrap.dedent("""\
+            import json, sys
+            for line in sys.stdin:
+                m = json.loads(line)
+                if m.get("type") == "evaluate":
+                    print('{"seq": %d, "status": "NoData", "details": {"x": %s%s}}'
+                          % (m["seq"], "[" * 100000, "]" * 100000), flush=True)
+            """))
+        out = os.path.join(self.tmp, "p")
+        run_sprof("record", "-o", out, "-r", "100", "--", DEBIAN_PYTHON, "-c", "import time; time.sleep(0.5)", check=0)
+        proc = run_sprof("rules", out, "--rule-program", "nested=%s %s" % (DEBIAN_PYTHON, program), "--json", check=None)
+        self.assertIn(proc.returncode, (0, 3), proc.stderr)  # not 139
+        self.assertIn("disabled: it wrote a verdict nested deeper than 128 levels", proc.stderr)
+        report("defect 1 nested verdict", collections.Counter({"disabled, exit %d" % proc.returncode: 1}))
+
+
+if __name__ == "__main__":
+    unittest.main()
