@@ -110,6 +110,10 @@ class FaultProxy:
         self.stall_s = 0
         self.cut = 0        # object GETs whose body is cut short (the length promised, less sent)
         self.inject_key = None  # a key added to every listing
+        self.repeat_token = False  # every listing page says "more" with the same continuation token
+        self.first_page = None
+        self.long_bodies = 0    # object GETs answered with 5 MB more than the object
+        self.error_bytes = 0    # object GETs answered 403 with a body this long
         self.seen = 0
         proxy = self
 
@@ -140,6 +144,15 @@ class FaultProxy:
                     time.sleep(proxy.stall_s)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
+                if proxy.repeat_token and "continuation-token=" in self.path and proxy.first_page:
+                    # The first page again (the request itself, with a token the real server
+                    # never gave, cannot be forwarded).
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(proxy.first_page)))
+                    self.end_headers()
+                    self.wfile.write(proxy.first_page)
+                    return
                 req = urllib.request.Request(proxy.target + self.path, data=body, method=self.command,
                                              headers={k: v for k, v in self.headers.items()})
                 try:
@@ -147,6 +160,19 @@ class FaultProxy:
                     status, headers, data = resp.status, resp.headers, resp.read()
                 except urllib.error.HTTPError as e:
                     status, headers, data = e.code, e.headers, e.read()
+                listing = "list-type=2" in self.path and status == 200
+                if proxy.repeat_token and listing:
+                    data = re.sub(rb"<IsTruncated>false</IsTruncated>", b"<IsTruncated>true</IsTruncated>", data)
+                    data = re.sub(rb"<NextContinuationToken>.*?</NextContinuationToken>", b"", data)
+                    data = data.replace(b"</ListBucketResult>",
+                                        b"<NextContinuationToken>again</NextContinuationToken></ListBucketResult>")
+                    proxy.first_page = data
+                object_get = self.command == "GET" and "list-type" not in self.path
+                if proxy.error_bytes and object_get:
+                    status, data = 403, b"<Error><Code>AccessDenied</Code>" + b"x" * proxy.error_bytes + b"</Error>"
+                if proxy.long_bodies > 0 and object_get and status == 200:
+                    proxy.long_bodies -= 1
+                    data = data + b" " * 5_000_000
                 if proxy.inject_key and "list-type=2" in self.path and status == 200:
                     extra = ("<Contents><Key>%s</Key><Size>4</Size><ETag>&quot;x&quot;</ETag></Contents>"
                              % proxy.inject_key).encode()
@@ -280,12 +306,13 @@ class S3Test(TempDirTestCase):
         self.assertTrue(m, stderr)
         return int(m.group(1)), int(m.group(2))
 
-    def test_the_cache_answers_a_second_query_with_one_listing(self):
+    def test_the_cache_answers_a_second_query_without_a_listing(self):
         cache = os.path.join(self.tmp, "cache")
         first = self.sprof("-v", "analyze", self.url, cache=cache)
         self.assertGreater(self.requests(first.stderr)[0], 3)
         second = self.sprof("-v", "analyze", self.url, cache=cache)
-        self.assertEqual(self.requests(second.stderr), (1, 0))
+        # Two HEADs, no listing: the upload's generation marker and sprof.json are unchanged.
+        self.assertEqual(self.requests(second.stderr), (2, 0))
         self.assertEqual(first.stdout, second.stdout)
         # Nothing partial and nothing outside the cache's own tree.
         for root, _, files in os.walk(cache):
@@ -581,6 +608,87 @@ class S3Test(TempDirTestCase):
         for root, _, files in os.walk(os.path.join(self.tmp, "d")):
             for name in files:
                 self.assertNotRegex(name, r"\.part[\d-]+$")
+
+    # Issue 29: a hostile or broken server, and a stale cache, never hang sprof or fill a disk.
+
+    def test_defect_2_a_resumed_upload_is_seen_by_cached_readers(self):
+        partial = os.path.join(self.tmp, "partial")
+        shutil.copytree(self.local, partial, ignore=shutil.ignore_patterns("samples", "system"))
+        url = "s3://%s/runs/resumed-later" % BUCKET
+        self.sprof("upload", partial, url)
+        cache = os.path.join(self.tmp, "cache")
+        before = self.sprof("analyze", url, cache=cache)
+        self.assertIn("no samples", before.stdout + before.stderr)
+        self.sprof("upload", self.local, url)  # the man page's way to finish an upload
+        after = self.sprof("analyze", url, cache=cache)
+        self.assertEqual(after.stdout.replace(url, self.local), run_sprof("analyze", self.local, check=0).stdout)
+
+    def test_defect_3_prefixes_never_share_a_cached_listing(self):
+        url = "s3://%s/_bucket" % BUCKET
+        self.sprof("upload", self.local, url)
+        cache = os.path.join(self.tmp, "cache")
+        self.sprof("nodes", url, cache=cache)
+        # The bucket's root: a listing of its own, read whole; no key cut by the wrong prefix.
+        root = self.sprof("nodes", "s3://%s" % BUCKET, cache=cache, check=None)
+        self.assertIn(root.returncode, (0, 1, 2), root.stderr)
+        again = self.sprof("nodes", url, cache=cache)
+        self.assertEqual(again.stdout, self.sprof("nodes", url).stdout)
+
+    def test_defect_3_keys_listed_outside_the_prefix_are_left_out(self):
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        proxy.inject_key = "runs/onex/y"  # outside runs/one/
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "c"), "nodes", self.url,
+                        check=0, env=self.env, timeout=60)
+        self.assertIn("1 key outside the prefix: left out", out.stderr)
+        proxy.inject_key = "run"  # shorter than the prefix
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "d"), "nodes", self.url,
+                        check=0, env=self.env, timeout=60)
+        self.assertIn("outside the prefix", out.stderr)
+
+    def test_defect_6_a_repeated_continuation_token_ends_the_listing(self):
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        proxy.repeat_token = True
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "c"), "nodes", self.url,
+                        check=1, env=self.env, timeout=60)
+        self.assertIn("repeated a continuation token", out.stderr)
+
+    def test_defect_10_bodies_longer_than_promised_are_refused(self):
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        cache = os.path.join(self.tmp, "c")
+        proxy.long_bodies = 100
+        out = run_sprof("--endpoint-url", proxy.endpoint, "--cache-dir", cache, "analyze", self.url, check=1,
+                        env=self.env, timeout=120)
+        self.assertIn("bytes it listed", out.stderr)
+        stored = sum(os.path.getsize(os.path.join(r, f)) for r, _, files in os.walk(cache) for f in files)
+        self.assertLess(stored, 5_000_000)  # nothing of the extra 5 MB kept
+        proxy.long_bodies = 0
+        proxy.error_bytes = 50_000_000
+        out = subprocess.run(["/usr/bin/time", "-f", "rss_kb=%M", os.environ["SPROF_BIN"], "--endpoint-url",
+                              proxy.endpoint, "--cache-dir", os.path.join(self.tmp, "e"), "analyze", self.url],
+                             capture_output=True, text=True, env=dict(os.environ, **self.env), timeout=120)
+        self.assertEqual(out.returncode, 1, out.stderr[-2000:])
+        self.assertIn("access denied", out.stderr)
+        rss_kb = int(re.search(r"rss_kb=(\d+)", out.stderr).group(1))
+        self.assertLess(rss_kb, 200_000, "a 50 MB error body was held in memory")
+
+    def test_defect_8_files_named_like_temporaries_are_uploaded(self):
+        # Only sprof's own temporary names are held back while being written; a trace window named
+        # model.partial.N.json is the user's file and goes up.
+        url = "s3://%s/runs/temporaries" % BUCKET
+        proc = subprocess.run([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "record", "-o", url,
+                               "--trace-schedule", "wait=1,warmup=0,active=2,repeat=1",
+                               "--trace-filename", "model.partial.{batch}.json", "--",
+                               sys.executable, os.path.join(self.work, "train.py")],
+                              capture_output=True, text=True, cwd=self.tmp, env=dict(os.environ, **self.env), timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        stored = []
+        for root, _, files in os.walk(os.path.join(self.work, "data", BUCKET)):
+            stored += [os.path.join(root, f) for f in files]
+        traces = [p for p in stored if "runs/temporaries/" in p and "model.partial." in p]
+        self.assertTrue(traces, [p for p in stored if "runs/temporaries/" in p][:50])
 
     def test_ten_thousand_objects_in_small_pages(self):
         big = os.path.join(self.tmp, "big")

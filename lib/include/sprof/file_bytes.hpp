@@ -18,4 +18,9 @@ Status read_file_bytes(const std::filesystem::path& path, std::string& out,
 // never see a half-written file.
 Status write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+// Whether a file name is one of sprof's own temporary names, a file being written: "<name>.tmp",
+// "<name>.tmp<pid>", "<name>.tmp.<pid>.<n>" (write_file_atomically), "<name>.part<pid>-<n>" (S3
+// downloads). A name that merely contains ".tmp" or ".part" (model.partial.3.json) is not one.
+bool is_temporary_file_name(std::string_view name);
+
 }  // namespace sprof::store

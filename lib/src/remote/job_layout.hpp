@@ -8,9 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "sprof/s3.hpp"
+
 namespace sprof::remote {
 
 inline constexpr const char* kNodesDir = "nodes";
+
+// Rewritten, with new content, by every upload into a prefix, last: a reader that kept the
+// prefix's listing sees from this object's ETag that objects were added or removed since.
+inline constexpr const char* kGenerationFile = "sprof-generation.json";
 
 inline std::vector<std::string> job_keys(const std::string& prefix, const std::string& host,
                                          const std::filesystem::path& rel) {
@@ -22,5 +28,9 @@ inline std::vector<std::string> job_keys(const std::string& prefix, const std::s
   if (first == "framework" || first == "system") keys.push_back(base + r);
   return keys;
 }
+
+// Writes the job's generation marker (and its node's, for a host) with new content: every upload
+// into a job's prefix ends with it (s3_upload.cpp).
+Status write_generation_markers(S3Client& client, const S3Location& job, const std::string& host);
 
 }  // namespace sprof::remote

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "remote/job_layout.hpp"
+#include "sprof/file_bytes.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -67,7 +68,7 @@ struct LiveUpload::Impl {
          it.increment(ec)) {
       if (!it->is_regular_file(ec)) continue;
       std::string name = it->path().filename().string();
-      if (name.find(".tmp") != std::string::npos || name.find(".part") != std::string::npos) continue;  // being written
+      if (store::is_temporary_file_name(name)) continue;  // being written: its final name comes up
       out.push_back(it->path().lexically_relative(dir));
     }
     std::sort(out.begin(), out.end());
@@ -202,6 +203,9 @@ LiveUploadResult LiveUpload::finish() {
     // The whole file is there: its parts are not needed any more.
     for (const std::string& part : st.parts) (void)m.client->remove(m.location.bucket, part);
     st.parts.clear();
+  }
+  if (auto marked = write_generation_markers(*m.client, m.location, m.host); !marked.ok()) {
+    result.not_uploaded.push_back(fmt::format("s3://{}/{}: {}", m.location.bucket, kGenerationFile, marked.error().message));
   }
   return result;
 }

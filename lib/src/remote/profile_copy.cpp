@@ -81,6 +81,9 @@ Result<UploadSummary> put_back(const ProfileCopy& copy, const S3Options& options
       }
     }
   }
+  if (auto marked = write_generation_markers(client, copy.job, copy.host); !marked.ok()) {
+    summary.failed.push_back(fmt::format("s3://{}/{}: {}", copy.job.bucket, kGenerationFile, marked.error().message));
+  }
   return summary;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
@@ -42,6 +43,9 @@ TransferStats S3Client::stats() const {
 
 namespace {
 
+// 100,000 pages of 1,000 keys: far beyond any profile.
+constexpr int kMaxListPages = 100'000;
+
 std::string unquote(std::string etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   return etag;
@@ -53,7 +57,12 @@ Result<std::vector<ObjectInfo>> S3Client::list(const std::string& bucket, const 
   HttpClient http(config_, impl_->stats, impl_->stats_mutex);
   std::vector<ObjectInfo> out;
   std::string token;
+  std::set<std::string> tokens_seen;
   for (int page = 0;; ++page) {
+    // A server that hands back a token it gave before would page forever.
+    if (page >= kMaxListPages) {
+      return make_error(ErrorKind::io, "s3://{}/{}: the listing goes on past {} pages: stopped", bucket, prefix, kMaxListPages);
+    }
     HttpRequest r;
     r.bucket = bucket;
     r.query = {{"list-type", "2"}, {"prefix", prefix}};
@@ -73,6 +82,10 @@ Result<std::vector<ObjectInfo>> S3Client::list(const std::string& bucket, const 
     if (token.empty()) {
       return make_error(ErrorKind::io, "s3://{}/{}: the listing is truncated but has no continuation token", bucket,
                         prefix);
+    }
+    if (!tokens_seen.insert(token).second) {
+      return make_error(ErrorKind::io, "s3://{}/{}: the server repeated a continuation token (page {}): the listing "
+                        "would never end", bucket, prefix, page + 1);
     }
   }
   return out;
@@ -108,6 +121,7 @@ Status get_one(HttpClient& http, const std::string& bucket, const std::string& k
   r.bucket = bucket;
   r.key = key;
   r.sink = f;
+  r.max_sink_bytes = expected_size;
   auto response = http.perform(r);
   long length = response.ok() ? std::ftell(f) : 0;
   bool closed = std::fclose(f) == 0;

@@ -292,17 +292,38 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
       std::rewind(r.sink);
       (void)!ftruncate(fileno(r.sink), 0);
     }
-    // The body goes to the sink only on success; an error's XML is kept to be read.
+    // The body goes to the sink only on success; an error's XML is kept to be read. A server
+    // cannot make sprof store more than it said: a download stops past its listed size, an
+    // error's body past 64 KiB (the rest is not needed), any other reply past 256 MiB.
     struct SinkChoice {
       FILE* sink;
       std::string* text;
       long status = 0;
       CURL* curl;
-    } choice{r.sink, &response.body, 0, curl};
+      std::optional<uint64_t> max_sink;
+      uint64_t sunk = 0;
+      bool too_long = false;      // stopped: an error
+      bool error_cut = false;     // stopped reading an error's body: its status still counts
+    } choice{r.sink, &response.body, 0, curl, r.max_sink_bytes};
     auto write = +[](char* data, size_t size, size_t n, void* user) -> size_t {
       auto* c = static_cast<SinkChoice*>(user);
       if (c->status == 0) curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
-      if (c->sink != nullptr && c->status >= 200 && c->status < 300) return write_file(data, size, n, c->sink);
+      const size_t bytes = size * n;
+      if (c->sink != nullptr && c->status >= 200 && c->status < 300) {
+        c->sunk += bytes;
+        if (c->max_sink && c->sunk > *c->max_sink) {
+          c->too_long = true;
+          return 0;
+        }
+        return write_file(data, size, n, c->sink);
+      }
+      const bool error = c->status >= 300;
+      const size_t cap = error ? size_t(64) << 10 : size_t(256) << 20;
+      if (c->text->size() + bytes > cap) {
+        c->text->append(data, cap - std::min(cap, c->text->size()));
+        (error ? c->error_cut : c->too_long) = true;
+        return 0;
+      }
       return write_string(data, size, n, c->text);
     };
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write);
@@ -321,7 +342,12 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
       stats_.bytes_down += uint64_t(std::max<curl_off_t>(down, 0));
       stats_.bytes_up += uint64_t(std::max<curl_off_t>(up, 0));
     }
-    if (code != CURLE_OK) {
+    if (choice.too_long) {
+      return make_error(ErrorKind::io, "{}: the server sent more than {}: stopped", where(r),
+                        r.max_sink_bytes && r.sink != nullptr ? fmt::format("the {} bytes it listed", *r.max_sink_bytes)
+                                                              : std::string("256 MiB"));
+    }
+    if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && choice.error_cut)) {
       last_problem = curl_easy_strerror(code);
       if (retryable(code)) continue;
       return make_error(ErrorKind::io, "{}: {}", where(r), last_problem);

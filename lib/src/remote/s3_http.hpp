@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ struct HttpRequest {
   uint64_t body_offset = 0;
   uint64_t body_length = 0;
   FILE* sink = nullptr;                                     // GET body into this file (rewound on retry)
+  std::optional<uint64_t> max_sink_bytes;                   // a longer body is an error, never written
 };
 
 struct HttpResponse {

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/profile_files.hpp"
+#include "remote/job_layout.hpp"
 #include "sprof/s3.hpp"
 
 namespace fs = std::filesystem;
@@ -91,7 +92,7 @@ class S3ProfileFiles final : public store::ProfileFiles {
     for (const auto& [rel, o] : objects_) {
       // Every ancestor is a directory with this child.
       fs::path child(rel);
-      while (child.has_parent_path()) {
+      while (child.has_parent_path() && child.parent_path() != child) {
         fs::path parent = child.parent_path();
         children_[parent.string()].insert(child.filename().string());
         child = parent;
@@ -273,17 +274,35 @@ bool is_manifest_key(std::string_view rel) {
   return std::count(rel.begin(), rel.end(), '/') == 2;
 }
 
+// One file per prefix, named by a hash of it (a prefix may hold any byte; "_bucket" or a name
+// that is also a directory must not collide); the prefix is kept inside and checked on reading.
 fs::path listing_file(const fs::path& bucket_cache, const S3Location& loc) {
-  return bucket_cache / "listings" / (loc.prefix.empty() ? std::string("_bucket") : loc.prefix) / "listing.json";
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char c : loc.prefix) h = (h ^ c) * 1099511628211ull;
+  return bucket_cache / "listings" / fmt::format("{:016x}.json", h);
+}
+
+std::string generation_key(const S3Location& loc) {
+  return loc.prefix.empty() ? std::string(kGenerationFile) : loc.prefix + "/" + kGenerationFile;
+}
+
+// The ETag of the prefix's generation marker now, "" when there is none.
+std::string generation_etag(S3Client& client, const S3Location& loc) {
+  auto head = client.head(loc.bucket, generation_key(loc));
+  return head.ok() ? head->etag : std::string();
 }
 
 std::optional<std::vector<ObjectInfo>> cached_listing(S3Client& client, const S3Location& loc, const fs::path& file) {
   std::string text = read_text(file);
   if (text.empty()) return std::nullopt;
   auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (!doc.is_object() || !doc["objects"].is_array() || !doc["manifests"].is_array() || doc["manifests"].empty()) {
+  if (!doc.is_object() || !doc["objects"].is_array() || !doc["manifests"].is_array() || doc["manifests"].empty() ||
+      !doc["prefix"].is_string() || doc["prefix"] != loc.prefix || !doc["generation"].is_string()) {
     return std::nullopt;
   }
+  // Every upload ends by rewriting the marker: another ETag (or one where there was none) means
+  // objects came or went since the listing was kept.
+  if (generation_etag(client, loc) != doc["generation"].get<std::string>()) return std::nullopt;
   for (const auto& m : doc["manifests"]) {
     auto head = client.head(loc.bucket, m.value("key", std::string()));
     if (!head.ok() || head->etag != m.value("etag", std::string())) return std::nullopt;
@@ -309,7 +328,12 @@ void remember_listing(const S3ProfileFiles& files, const S3Location& loc, const 
     manifests.push_back({{"key", o.key}, {"etag", o.etag}});
   }
   if (manifests.empty()) return;
-  nlohmann::json doc = {{"manifests", manifests}, {"objects", nlohmann::json::array()}};
+  std::string generation;
+  for (const ObjectInfo& o : objects) {
+    if (o.key == generation_key(loc)) generation = o.etag;
+  }
+  nlohmann::json doc = {{"prefix", loc.prefix}, {"generation", generation}, {"manifests", manifests},
+                        {"objects", nlohmann::json::array()}};
   for (const ObjectInfo& o : objects) doc["objects"].push_back({{"key", o.key}, {"size", o.size}, {"etag", o.etag}});
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
@@ -342,7 +366,14 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
   size_t unsafe = 0;
   MountedProfile mounted;
   mounted.location = location;
+  size_t outside = 0;
   for (ObjectInfo& o : listed) {
+    // A key the server listed outside the prefix asked for (or the prefix itself) is not the
+    // profile's: cut by the prefix's length it would become another path.
+    if (!o.key.starts_with(prefix) || o.key.size() == prefix.size()) {
+      ++outside;
+      continue;
+    }
     // Keys with '..', '.', empty segments or control bytes could leave the cache directory or
     // collide: not read.
     if (!is_safe_key(o.key)) {
@@ -351,6 +382,10 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
     }
     mounted.bytes += o.size;
     objects.push_back(std::move(o));
+  }
+  if (outside > 0) {
+    spdlog::warn("{}: the server listed {} key{} outside the prefix: left out", location.url(), outside,
+                 outside == 1 ? "" : "s");
   }
   if (unsafe > 0) {
     spdlog::warn("{}: {} object{} with '.', '..' or empty path segments or control bytes in the key left out",

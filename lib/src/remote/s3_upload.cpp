@@ -3,11 +3,14 @@
 // skipped.
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -49,6 +52,22 @@ std::string expected_etag(const fs::path& path, uint64_t size, const S3Client& c
 }
 
 }  // namespace
+
+Status write_generation_markers(S3Client& client, const S3Location& job, const std::string& host) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string text = fmt::format(
+      "{{\"generation\": \"{}-{}-{}\"}}\n",
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      ::getpid(), counter.fetch_add(1));
+  std::string base = job.prefix.empty() ? std::string() : job.prefix + "/";
+  std::vector<std::string> keys;
+  if (!host.empty()) keys.push_back(base + kNodesDir + "/" + host + "/" + kGenerationFile);
+  keys.push_back(base + kGenerationFile);
+  for (const std::string& key : keys) {
+    if (auto put = client.put_bytes(job.bucket, key, text); !put.ok()) return std::move(put).error();
+  }
+  return {};
+}
 
 Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url, const S3Options& options,
                                        const std::function<bool(const fs::path&)>& include) {
@@ -131,6 +150,9 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   worker();
   for (auto& t : threads) t.join();
   if (refused) return *refused;
+  if (auto marked = write_generation_markers(client, location, host); !marked.ok()) {
+    summary.failed.push_back(fmt::format("s3://{}/{}: {}", location.bucket, kGenerationFile, marked.error().message));
+  }
   std::sort(summary.failed.begin(), summary.failed.end());
   return summary;
 }

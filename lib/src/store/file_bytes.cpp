@@ -114,4 +114,24 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
   return {};
 }
 
+bool is_temporary_file_name(std::string_view name) {
+  auto digits = [](std::string_view s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos; };
+  size_t tmp = name.rfind(".tmp");
+  if (tmp != std::string_view::npos && tmp > 0) {
+    std::string_view rest = name.substr(tmp + 4);
+    if (rest.empty() || digits(rest)) return true;
+    if (rest.front() == '.') {
+      size_t dot = rest.find('.', 1);
+      if (dot != std::string_view::npos && digits(rest.substr(1, dot - 1)) && digits(rest.substr(dot + 1))) return true;
+    }
+  }
+  size_t part = name.rfind(".part");
+  if (part != std::string_view::npos && part > 0) {
+    std::string_view rest = name.substr(part + 5);
+    size_t dash = rest.find('-');
+    if (dash != std::string_view::npos && digits(rest.substr(0, dash)) && digits(rest.substr(dash + 1))) return true;
+  }
+  return false;
+}
+
 }  // namespace sprof::store
