@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import unittest
 
 from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, run_sprof
@@ -134,6 +135,58 @@ class BadOptionsTest(TempDirTestCase):
             self.assertFalse(os.path.exists(marker), "the command ran")
             counts["exit 2"] += 1
         report("defect 4 trace schedule overflow", counts)
+
+
+class HangingActionTest(TempDirTestCase):
+    def test_defect_5_a_hanging_exec_action_never_holds_the_profile_back(self):
+        # Steps of 0.1 s, all "slow" for a rule whose threshold is 0.01 s: it fires at once; its
+        # action sleeps 40 s. The job takes ~2 s; record gives the action --stop-grace 2, then ends it.
+        rules = write(os.path.join(self.tmp, "rules.json"), json.dumps([
+            {"name": "Slow", "metric": "step_time", "aggregation": "mean", "window": {"steps": 2},
+             "comparison": ">", "threshold": 0.01}]))
+        job = write(os.path.join(self.tmp, "job.py"), "import time, sprof\nfor i in range(20):\n"
+                    "    sprof.step()\n    time.sleep(0.1)\nsprof.step_end()\n")
+        marker = os.path.join(self.tmp, "action-finished")
+        out = os.path.join(self.tmp, "p")
+        started = time.monotonic()
+        proc = run_sprof("record", "-o", out, "--rule-file", rules, "--rule", "Slow", "--rule-interval", "1",
+                         "--action", "Slow=exec:sleep 40; touch %s" % marker, "--stop-grace", "2", "--",
+                         DEBIAN_PYTHON, job, check=0, timeout=60)
+        took = time.monotonic() - started
+        self.assertLess(took, 15, proc.stderr)
+        self.assertIn("rule Slow: its action 'exec:sleep 40", proc.stderr)
+        self.assertIn("(--stop-grace): stopped", proc.stderr)
+        with open(os.path.join(out, "sprof.json")) as f:
+            self.assertEqual(json.load(f)["state"], "complete")
+        time.sleep(0.5)
+        self.assertFalse(os.path.exists(marker), "the action's group was not ended")
+        report("defect 5 hanging exec action", collections.Counter({"finished in %d s" % round(took): 1}))
+
+
+class RuleFileTest(TempDirTestCase):
+    def test_defect_15_rule_files_load_in_linear_time_and_refuse_silent_mistakes(self):
+        counts = collections.Counter()
+        # 200,000 rules took over 300 s (every name compared with every other); now a few seconds.
+        # The timeout is a hang guard, not a speed target (scripts/ benchmarks measure speed).
+        rules = [{"name": "R%d" % i, "metric": "step_time", "aggregation": "mean", "window": {"steps": 5},
+                  "comparison": ">", "threshold": 1} for i in range(200000)]
+        big = write(os.path.join(self.tmp, "big.json"), json.dumps(rules))
+        started = time.monotonic()
+        proc = run_sprof("rules", "--list", "--rule-file", big, check=0, timeout=120)
+        self.assertIn("R199999", proc.stdout)
+        counts["200000 rules in %.0f s" % (time.monotonic() - started)] += 1
+        for name, text, why in (
+                ("empty", [{"name": "X", "program": ""}], 'rule X: "program" is empty'),
+                ("blank", [{"name": "X", "program": ["  "]}], 'rule X: "program" is empty'),
+                ("duplicate", '[{"name": "X", "metric": "step_time", "aggregation": "mean", "window": {"steps": 5},'
+                              ' "comparison": ">", "threshold": 1, "threshold": 2}]',
+                 'the key "threshold" is given twice in one object')):
+            path = write(os.path.join(self.tmp, name + ".json"), text if isinstance(text, str) else json.dumps(text))
+            proc = run_sprof("rules", "--list", "--rule-file", path, check=EXIT_USAGE)
+            self.assertIn(path, proc.stderr)
+            self.assertIn(why, proc.stderr)
+            counts["exit 2: " + name] += 1
+        report("defect 15 rule files", counts)
 
 
 class HostileRuleProgramTest(TempDirTestCase):

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 
 #include "rules/custom_rule_model.hpp"
 #include "sprof/custom_rules.hpp"
+#include "store/json_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -149,6 +152,11 @@ Result<ProgramRule> parse_program(const json& entry, const Where& where, const f
   SPROF_TRY(rule.description, text_field(entry, "description", where, false));
   SPROF_TRY(rule.recommendation, text_field(entry, "recommendation", where, false));
   const json& program = entry["program"];
+  auto blank = [](const json& a) { return a.get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos; };
+  if ((program.is_string() && blank(program)) ||
+      (program.is_array() && !program.empty() && program[0].is_string() && blank(program[0]))) {
+    return where.error("\"program\" is empty: give the command to run");
+  }
   if (program.is_string()) {
     rule.argv = {program.get<std::string>()};
   } else if (program.is_array() && !program.empty() &&
@@ -177,16 +185,64 @@ bool valid_name(std::string_view name) {
   });
 }
 
-Status add_checked_name(const std::string& name, const CustomRules& rules, const Where& where) {
+// `taken`: the lowered names of the built-in rules, "all" and every custom rule so far; a set, so
+// that a file of 200,000 rules loads in linear time.
+Status add_checked_name(const std::string& name, std::set<std::string>& taken, const Where& where) {
   if (!valid_name(name)) {
     return where.error("rule name \"{}\" may hold only letters, digits, '_', '-' and '.'", name);
   }
   std::string low = lowered(name);
-  bool builtin = std::any_of(rule_catalog().begin(), rule_catalog().end(),
-                             [&](const RuleInfo& info) { return lowered(info.name) == low; });
-  if (builtin || low == "all") return where.error("\"{}\" is the name of a built-in rule", name);
-  if (rules.find(name)) return where.error("a rule named {} is already defined", name);
+  bool builtin = low == "all" || std::any_of(rule_catalog().begin(), rule_catalog().end(),
+                                             [&](const RuleInfo& info) { return lowered(info.name) == low; });
+  if (builtin) return where.error("\"{}\" is the name of a built-in rule", name);
+  if (!taken.insert(low).second) return where.error("a rule named {} is already defined", name);
   return {};
+}
+
+// Finds a key given twice in one object, in one pass over the text (nlohmann's parser callback
+// rescans each parent at every object's end: quadratic over a list of 200,000 rules).
+class DuplicateKeys : public nlohmann::json_sax<json> {
+ public:
+  std::optional<std::string> duplicate;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_.emplace_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!open_.empty() && !open_.back().insert(k).second && !duplicate) duplicate = k;
+    return true;
+  }
+  bool end_object() override {
+    if (!open_.empty()) open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  std::vector<std::set<std::string>> open_;
+};
+
+// JSON text as a document, refusing what nlohmann would take silently: a key given twice in one
+// object (the last would win) and nesting that its recursive parser cannot take.
+Result<json> parse_rule_json(const std::string& text, const Where& where) {
+  if (!store::json_depth_within(text)) return where.error("JSON nested deeper than {} levels", store::kMaxJsonDepth);
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return where.error("not valid JSON");
+  DuplicateKeys keys;
+  json::sax_parse(text, &keys);
+  if (keys.duplicate) {
+    return where.error("the key \"{}\" is given twice in one object (JSON would keep only the last)", *keys.duplicate);
+  }
+  return doc;
 }
 
 }  // namespace
@@ -231,12 +287,14 @@ Status add_rule_file(const fs::path& file, CustomRules& rules) {
   if (!in) return make_error(ErrorKind::usage, "--rule-file {}: cannot be read", file.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
-  json doc = json::parse(buffer.str(), nullptr, false);
-  if (doc.is_discarded()) return where.error("not valid JSON");
+  SPROF_TRY(json doc, parse_rule_json(buffer.str(), where));
   if (doc.is_object() && doc.contains("rules") && doc.size() == 1) doc = doc["rules"];
   if (!doc.is_array()) return where.error("expected a list of rules, or {{\"rules\": [...]}}");
   if (doc.empty()) return where.error("it holds no rules");
   CustomRules added = rules;
+  std::set<std::string> taken;
+  for (const auto& t : added.thresholds) taken.insert(lowered(t.name));
+  for (const auto& p : added.programs) taken.insert(lowered(p.name));
   for (size_t i = 0; i < doc.size(); ++i) {
     const json& entry = doc[i];
     where.rule = fmt::format("#{}", i + 1);
@@ -244,11 +302,11 @@ Status add_rule_file(const fs::path& file, CustomRules& rules) {
     if (entry.contains("name") && entry["name"].is_string()) where.rule = entry["name"].get<std::string>();
     if (entry.contains("program")) {
       SPROF_TRY(ProgramRule rule, parse_program(entry, where, file));
-      SPROF_TRY_STATUS(add_checked_name(rule.name, added, where));
+      SPROF_TRY_STATUS(add_checked_name(rule.name, taken, where));
       added.programs.push_back(std::move(rule));
     } else {
       SPROF_TRY(ThresholdRule rule, parse_threshold(entry, where));
-      SPROF_TRY_STATUS(add_checked_name(rule.name, added, where));
+      SPROF_TRY_STATUS(add_checked_name(rule.name, taken, where));
       added.thresholds.push_back(std::move(rule));
     }
   }

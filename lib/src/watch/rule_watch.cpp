@@ -144,7 +144,12 @@ struct RuleWatch::Impl {
   int64_t failed_evaluations = 0;
   nlohmann::json events = nlohmann::json::array();
   nlohmann::json stopped_by = nullptr;
-  std::vector<pid_t> notifiers;
+  struct Notifier {
+    pid_t pid;
+    std::string rule;
+    std::string command;
+  };
+  std::vector<Notifier> notifiers;
   std::thread stopper;
   std::vector<rules::RuleResult> final_results;
 
@@ -252,6 +257,7 @@ struct RuleWatch::Impl {
       return;
     }
     if (child == 0) {
+      ::setpgid(0, 0);  // a group of its own: what it starts ends with it (finish_notifiers)
       // The recorder blocks the termination signals in its threads; the notifier must not inherit that.
       sigset_t none;
       ::sigemptyset(&none);
@@ -265,19 +271,43 @@ struct RuleWatch::Impl {
       ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    notifiers.push_back(child);
+    ::setpgid(child, child);  // also here: no window before the child's own call
+    notifiers.push_back({child, r.rule, command});
   }
 
-  void reap(bool wait) {
+  // Reaps the notifiers that ended.
+  void reap() {
     for (auto it = notifiers.begin(); it != notifiers.end();) {
       int status = 0;
-      pid_t r = ::waitpid(*it, &status, wait ? 0 : WNOHANG);
-      if (r == *it || (r < 0 && errno == ECHILD)) {
+      pid_t r = ::waitpid(it->pid, &status, WNOHANG);
+      if (r == it->pid || (r < 0 && errno == ECHILD)) {
         it = notifiers.erase(it);
       } else {
         ++it;
       }
     }
+  }
+
+  // At the end of the recording: the notifiers get --stop-grace to finish, then their process
+  // group is ended (SIGTERM, SIGKILL a second later), and each one stopped is said: a notifier
+  // that never returns must not hold the profile back.
+  void finish_notifiers() {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.stop_grace_s);
+    for (reap(); !notifiers.empty() && std::chrono::steady_clock::now() < deadline; reap()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (const Notifier& n : notifiers) {
+      spdlog::warn("rule {}: its action 'exec:{}' still ran {:g} s after the job ended (--stop-grace): stopped", n.rule,
+                   n.command, options.stop_grace_s);
+      ::kill(-n.pid, SIGTERM);
+    }
+    auto hard = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (reap(); !notifiers.empty() && std::chrono::steady_clock::now() < hard; reap()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (const Notifier& n : notifiers) ::kill(-n.pid, SIGKILL);
+    for (const Notifier& n : notifiers) ::waitpid(n.pid, nullptr, 0);
+    notifiers.clear();
   }
 
   void run() {
@@ -294,7 +324,7 @@ struct RuleWatch::Impl {
         ++failed_evaluations;  // a file caught mid-write: the next interval reads it whole
         spdlog::debug("rules: {}", input.error().message);
       }
-      reap(false);
+      reap();
       lock.lock();
     }
   }
@@ -383,7 +413,7 @@ Status RuleWatch::on_finish(const fs::path& /*output_dir*/, store::Manifest& man
   } else {
     spdlog::warn("rules at the end: {}", input.error().message);
   }
-  m.reap(true);
+  m.finish_notifiers();
   nlohmann::json section = {{"interval_s", m.options.interval_s},
                             {"rules", m.options.rules},
                             {"custom_rules", custom_names(m.options.custom, m.watched_custom)},
