@@ -137,6 +137,36 @@ class BadOptionsTest(TempDirTestCase):
         report("defect 4 trace schedule overflow", counts)
 
 
+class TraceNameTest(TempDirTestCase):
+    JOB = "import time, sprof\nfor i in range(8):\n    sprof.step()\n    time.sleep(0.05)\nsprof.step_end()\n"
+
+    def record(self, out, *flags):
+        job = write(os.path.join(self.tmp, "job.py"), self.JOB)
+        return run_sprof("record", "-o", out, "--trace-schedule", "wait=1,warmup=0,active=2,repeat=1", *flags, "--",
+                         DEBIAN_PYTHON, job, check=0)
+
+    def test_defect_14_trace_names_stay_in_the_profile_and_off_its_files(self):
+        counts = collections.Counter()
+        work = os.path.join(self.tmp, "a", "b")
+        os.makedirs(work)
+        out = os.path.join(work, "p")
+        for flags in (["--run-name", "../../evil"], ["--trace-folder", "{run_name}", "--run-name", ".."]):
+            shutil.rmtree(out, ignore_errors=True)
+            self.record(out, *flags)
+            outside = [os.path.join(r, f) for r, _, files in os.walk(self.tmp) for f in files
+                       if not os.path.join(r, f).startswith(out + os.sep) and not f.endswith(".py")]
+            self.assertEqual(outside, [], flags)
+            traces = [f for r, _, files in os.walk(out) for f in files if ".pt.trace.json" in f]
+            self.assertTrue(traces, flags)
+            counts["inside: " + " ".join(flags)] += 1
+        shutil.rmtree(out)
+        proc = self.record(out, "--trace-folder", ".", "--trace-filename", "markers/markers.log", "--trace-overwrite")
+        self.assertIn("one of the profile's own files", proc.stderr)
+        run_sprof("markers", out, check=0)  # its markers log is whole
+        counts["own files refused"] += 1
+        report("defect 14 trace names", counts)
+
+
 class HangingActionTest(TempDirTestCase):
     def test_defect_5_a_hanging_exec_action_never_holds_the_profile_back(self):
         # Steps of 0.1 s, all "slow" for a rule whose threshold is 0.01 s: it fires at once; its

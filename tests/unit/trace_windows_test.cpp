@@ -81,6 +81,26 @@ TEST_CASE("trace names: Python format syntax over Composer's variables") {
   }
 }
 
+TEST_CASE("trace names: variables never climb out of the folder nor carry control characters (issue 29, defect 14)") {
+  auto t = NameTemplate::parse("{run_name}/{mode}.{rank}.json", "--trace-filename");
+  REQUIRE(t.ok());
+  TraceVariables v;
+  v.run_name = "../../evil";
+  v.mode = "..";
+  v.rank = 1;
+  CHECK(t->expand(v) == ".._.._evil/_.1.json");  // the template's own '/' stays; the values' do not
+  v.run_name = std::string("a\0b\x1b[2Jc", 8);
+  v.mode = "x/y";
+  CHECK(t->expand(v) == "a_b_[2Jc/x_y.1.json");
+  for (const char* bad : {"{batch:>1000000000}", "{batch:.300}", "{rank:c}", "{run_name:>256}"}) {
+    INFO(bad);
+    auto r = NameTemplate::parse(bad, "--trace-filename");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::usage);
+  }
+  CHECK(NameTemplate::parse("{batch:>255}", "--trace-filename").ok());
+}
+
 TEST_CASE("trace ranks: torchrun's variables, GROUP_RANK when NODE_RANK is absent") {
   TraceVariables v;
   ranks_from_environment({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},

@@ -41,6 +41,34 @@ std::string format_value(const Value& value, const std::string& spec) {
   return std::visit([&](const auto& v) { return fmt::vformat(pattern, fmt::make_format_args(v)); }, value);
 }
 
+// A variable's text as one path component: values come from the environment and the job (a
+// run name "../../evil"), so they can neither climb out of the folder nor carry a NUL or a
+// control character; '/' and those become '_', and "." or ".." is "_".
+std::string component(std::string text) {
+  for (char& c : text) {
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '_';
+  }
+  if (text == "." || text == "..") text = "_";
+  return text;
+}
+
+// Widths and precisions over this are refused: {batch:>1000000000} took 5 s and 2 GB to check.
+constexpr int64_t kMaxWidth = 255;
+
+std::optional<std::string> spec_problem(std::string_view spec) {
+  for (size_t i = 0; i < spec.size();) {
+    if (spec[i] < '0' || spec[i] > '9') {
+      ++i;
+      continue;
+    }
+    int64_t n = 0;
+    for (; i < spec.size() && spec[i] >= '0' && spec[i] <= '9'; ++i) n = std::min<int64_t>(n * 10 + (spec[i] - '0'), 1'000'000);
+    if (n > kMaxWidth) return fmt::format("a width or precision over {}", kMaxWidth);
+  }
+  if (!spec.empty() && spec.back() == 'c') return std::string("the 'c' type (a character code: not a name)");
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<NameTemplate> NameTemplate::parse(std::string_view text, std::string_view what) {
@@ -80,6 +108,10 @@ Result<NameTemplate> NameTemplate::parse(std::string_view text, std::string_view
       return make_error(ErrorKind::usage, "{} '{}': unknown variable {{{}}} (known: {})", what, text, piece.variable,
                         kVariableList);
     }
+    if (auto problem = spec_problem(piece.spec)) {
+      return make_error(ErrorKind::usage, "{} '{}': bad format spec '{}' for {{{}}}: {}", what, text, piece.spec,
+                        piece.variable, *problem);
+    }
     try {
       (void)format_value(*sample, piece.spec);
     } catch (const fmt::format_error& e) {
@@ -103,9 +135,9 @@ std::string NameTemplate::expand(const TraceVariables& vars) const {
       continue;
     }
     try {
-      out += format_value(*lookup(vars, p.variable), p.spec);
+      out += component(format_value(*lookup(vars, p.variable), p.spec));
     } catch (const fmt::format_error&) {
-      out += format_value(*lookup(vars, p.variable), "");  // checked at parse time; a value-dependent failure
+      out += component(format_value(*lookup(vars, p.variable), ""));  // checked at parse time; a value-dependent failure
     }
   }
   return out;

@@ -9,6 +9,7 @@
 #include <array>
 #include <condition_variable>
 #include <deque>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -132,6 +133,15 @@ class TraceWindowsHook final : public launch::RecordHooks {
     cv_.notify_all();
   }
 
+  // Whether `path` falls on what record itself writes in the profile directory.
+  bool sprofs_own(const fs::path& path) const {
+    fs::path rel = path.lexically_normal().lexically_relative(dir_.lexically_normal());
+    if (rel.empty() || rel.native().starts_with("..")) return false;
+    static const std::set<std::string> own = {"sprof.json", "markers", "samples", "system", "framework", "gpu",
+                                              "rule-output", "sprof-generation.json"};
+    return own.contains(rel.begin()->string());
+  }
+
   void run() {
     std::unique_lock lock(mu_);
     for (;;) {
@@ -160,9 +170,14 @@ class TraceWindowsHook final : public launch::RecordHooks {
     if (folder.is_relative()) folder = dir_ / folder;
     fs::path path = folder / filename_.expand(w.vars);
     if (options_.gzip) path += ".gz";
-    auto counts = write_window_trace(dir_, w, manifest, path, options_.gzip, options_.overwrite);
     std::string steps = w.first_step == w.vars.step ? fmt::format("step {}", w.vars.step)
                                                     : fmt::format("steps {}-{}", w.first_step, w.vars.step);
+    Result<report::ChromeTraceCounts> counts = sprofs_own(path) ? Result<report::ChromeTraceCounts>(make_error(
+                                                              ErrorKind::usage, "{} is one of the profile's own files or "
+                                                              "folders (give another --trace-folder or --trace-filename)",
+                                                              path.string()))
+                                                        : write_window_trace(dir_, w, manifest, path, options_.gzip,
+                                                                             options_.overwrite);
     if (!counts.ok()) {
       std::string problem = fmt::format("trace of pid {} {}: not written: {}", w.pid, steps, counts.error().message);
       spdlog::warn("{}", problem);
