@@ -27,8 +27,8 @@ struct TopFlags {
   std::string sort = "own";
 };
 
-volatile sig_atomic_t g_stop = 0;
-void on_signal(int) { g_stop = 1; }
+volatile sig_atomic_t g_stop = 0;  // the signal that asked top to stop
+void on_signal(int sig) { g_stop = sig; }
 
 // The terminal in the state a full-screen view needs, restored on every way out.
 class Screen {
@@ -51,16 +51,21 @@ class Screen {
     std::fflush(stdout);
     if (restore_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
   }
-  void draw(const std::string& text) {
+  // false when the output is gone (a reader such as `head` closed the pipe).
+  bool draw(const std::string& text) {
+    std::string out;
     if (interactive_) {
-      // Each line clears what a longer line left on it; the screen below the last is cleared.
-      std::string lines;
-      for (char c : text) lines += c == '\n' ? std::string("\x1b[K\n") : std::string(1, c);
-      fmt::print("\x1b[H{}\x1b[J", lines);
+      // Each line clears what a longer line left on it; the screen below the last is cleared. No
+      // newline after the last line: on the terminal's last row it would scroll the title off.
+      std::string_view body(text);
+      if (!body.empty() && body.back() == '\n') body.remove_suffix(1);
+      out = "\x1b[H";
+      for (char c : body) out += c == '\n' ? std::string("\x1b[K\n") : std::string(1, c);
+      out += "\x1b[K\x1b[J";
     } else {
-      fmt::print("{}\n", text);
+      out = text + "\n";
     }
-    std::fflush(stdout);
+    return std::fwrite(out.data(), 1, out.size(), stdout) == out.size() && std::fflush(stdout) == 0;
   }
   std::pair<size_t, size_t> size() const {
     winsize ws{};
@@ -89,17 +94,22 @@ Result<int> run_top(const TopFlags& flags) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a closed output is seen as a failed write, and ends top cleanly
   bool interactive = isatty(STDOUT_FILENO) != 0 && isatty(STDIN_FILENO) != 0;
   std::string target = options.pid != 0 ? fmt::format("pid {}", options.pid) : fmt::format("{}", fmt::join(options.command, " "));
   live::TopSort sort = sort_of(flags.sort);
   Screen screen(interactive);
   auto next = std::chrono::steady_clock::now();
   bool quit = false;
+  bool output_gone = false;
   while (!quit && !g_stop) {
     auto now = std::chrono::steady_clock::now();
     if (now >= next) {
       auto [width, height] = screen.size();
-      screen.draw(render::top_screen(session->view(sort), {width, height, sort, global_options().color_enabled, target}));
+      if (!screen.draw(render::top_screen(session->view(sort), {width, height, sort, global_options().color_enabled, target}))) {
+        output_gone = true;
+        break;
+      }
       next = now + std::chrono::seconds(1);
       if (session->finished()) break;
     }
@@ -120,6 +130,9 @@ Result<int> run_top(const TopFlags& flags) {
     if (sort != before) next = std::chrono::steady_clock::now();  // redraw at once
   }
   session->stop();
+  // A signal or a closed output ends the launched command as record would (q leaves it running),
+  // and top exits with its status.
+  if (g_stop || output_gone) session->end_command(g_stop == SIGTERM ? SIGTERM : SIGINT, 5.0);
   std::optional<int> status = session->exit_status();
   return status.value_or(0);
 }

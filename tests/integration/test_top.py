@@ -5,6 +5,7 @@ bad flags are usage errors."""
 
 import ctypes
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -130,6 +131,75 @@ class TopTest(TempDirTestCase):
         self.start("%s top --pid %d" % (os.environ["SPROF_BIN"], proc.pid))
         self.check_live_view(expect_steps=False)
         self.assertIsNone(proc.poll())
+
+    # Issue 29, defect 13: top -- CMD follows record's rules for signals and the exit status.
+
+    def command_pids(self):
+        # The Python command itself, not the shell around it (whose command line holds the path too).
+        pattern = "^%s %s$" % (re.escape(sys.executable), re.escape(self.script))
+        out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def status_file(self):
+        return os.path.join(self.tmp, "status")
+
+    def start_and_wait(self, command, width=80, height=24):
+        self.tmux("new-session", "-d", "-s", self.session, "-x", str(width), "-y", str(height),
+                  "%s; echo exit=$? > %s" % (command, self.status_file()))
+        self.tmux("set-option", "-t", self.session, "remain-on-exit", "on")
+        return self.wait_for(lambda s: "hot_function" in s, 5.0)
+
+    def exit_status(self, seconds):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if os.path.exists(self.status_file()):
+                with open(self.status_file()) as f:
+                    text = f.read().strip()
+                if text:
+                    return int(text.split("=")[1])
+            time.sleep(0.1)
+        return None
+
+    def test_ctrl_c_ends_the_command_and_gives_its_status(self):
+        self.start_and_wait("%s top -- %s %s" % (os.environ["SPROF_BIN"], sys.executable, self.script))
+        self.tmux("send-keys", "-t", self.session, "C-c")
+        # Python's KeyboardInterrupt ends it by SIGINT (128 + 2), the status record gives too.
+        self.assertEqual(self.exit_status(10), 130)
+        self.assertEqual(self.command_pids(), [])
+
+    def test_a_command_that_ignores_sigint_is_ended_after_the_grace(self):
+        ignoring = os.path.join(self.tmp, "hot_ignoring.py")
+        with open(ignoring, "w") as f:
+            f.write("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + WORKLOAD)
+        self.script = ignoring
+        self.start_and_wait("%s top -- %s %s" % (os.environ["SPROF_BIN"], sys.executable, ignoring))
+        self.tmux("send-keys", "-t", self.session, "C-c")
+        self.assertEqual(self.exit_status(15), 128 + 15)  # SIGINT ignored, SIGTERM after 5 s ended it
+        self.assertEqual(self.command_pids(), [])
+
+    def test_a_closed_pipe_ends_top_and_the_command(self):
+        started = time.time()
+        proc = subprocess.run(["bash", "-c", "set -o pipefail; %s top -- %s %s | head -2; echo status=${PIPESTATUS[0]}"
+                               % (os.environ["SPROF_BIN"], sys.executable, self.script)],
+                              capture_output=True, text=True, timeout=60)
+        self.assertLess(time.time() - started, 20)
+        status = int(proc.stdout.rsplit("status=", 1)[1])
+        self.assertNotEqual(status, 128 + 13, "killed by SIGPIPE")
+        time.sleep(0.3)
+        self.assertEqual(self.command_pids(), [])
+
+    def test_attached_header_and_a_small_terminal(self):
+        proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.DEVNULL)
+        self.addCleanup(proc.kill)
+        time.sleep(0.5)
+        text = self.start_and_wait("%s top --pid %d" % (os.environ["SPROF_BIN"], proc.pid), width=60, height=8)
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith("sprof top: pid %d (Python 3." % proc.pid), text)
+        self.assertNotIn("CPU ?", text)
+        self.assertRegex(text, r"CPU \d+%")
+        time.sleep(2.5)  # redrawn on the last row: the title stays on the first
+        self.assertTrue(self.screen().splitlines()[0].startswith("sprof top: pid"), self.screen())
+        self.tmux("send-keys", "-t", self.session, "q")
 
     def test_bad_flags(self):
         out = run_sprof("top", check=2)

@@ -77,6 +77,11 @@ class TopSession {
   virtual std::optional<int> exit_status() const = 0;
   // Stops sampling; the target runs on.
   virtual void stop() = 0;
+  // After stop(), when top ends for a signal or a closed output: the launched command ends as
+  // `record` ends it. It gets a second to act on a signal its terminal also sent it, then
+  // `signal`, `grace_s` seconds, SIGTERM, two seconds, SIGKILL; it is reaped and its status kept
+  // (exit_status()). Attach mode: nothing (the process is not top's).
+  virtual void end_command(int signal, double grace_s) = 0;
 };
 
 }  // namespace sprof::live

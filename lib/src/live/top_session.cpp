@@ -107,7 +107,11 @@ class Session final : public TopSession {
       // Attach now, so that a process sprof cannot read fails at once.
       auto process = pyframes::PythonProcess::attach(target_);
       if (!process.ok()) return std::move(process).error();
+      python_ = (*process)->version().str();
       processes_[target_] = std::move(process).value();
+      // The first screen's CPU share: since the attach, not unknown.
+      last_cpu_ticks_ = std::max<int64_t>(cpu_ticks(target_), 0);
+      last_view_ns_ = start_ns_;
     } else {
       SPROF_TRY_STATUS(spawn());
     }
@@ -184,6 +188,32 @@ class Session final : public TopSession {
   void stop() override {
     stopping_ = true;
     if (thread_.joinable()) thread_.join();
+  }
+
+  void end_command(int signal, double grace_s) override {
+    if (!launched_ || exit_status_) return;
+    // Reaps the command if it ended within `seconds`.
+    auto ended_within = [this](double seconds) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      for (;;) {
+        int status = 0;
+        pid_t r = ::waitpid(target_, &status, WNOHANG);
+        if (r == target_) {
+          std::lock_guard lock(mutex_);
+          exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          return true;
+        }
+        if (r < 0 || std::chrono::steady_clock::now() >= deadline) return r < 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    };
+    if (ended_within(1.0)) return;
+    ::kill(target_, signal);
+    if (ended_within(grace_s)) return;
+    ::kill(target_, SIGTERM);
+    if (ended_within(2.0)) return;
+    ::kill(target_, SIGKILL);
+    ended_within(60.0);
   }
 
  private:

@@ -37,7 +37,7 @@ namespace {
 // A compressed trace larger than this is refused (its text would be tens of GB).
 constexpr size_t kMaxCompressedBytes = size_t(4) << 30;
 // Uncompressed text: beyond this a trace needs a window of steps, not a longer wait.
-constexpr size_t kMaxTextBytes = size_t(64) << 30;
+constexpr size_t kMaxTextBytes = size_t(16) << 30;
 // One event or top-level value larger than this is not a kineto trace's.
 constexpr size_t kMaxUnitBytes = size_t(64) << 20;
 constexpr size_t kPieceBytes = size_t(4) << 20;
