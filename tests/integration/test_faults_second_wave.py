@@ -5,6 +5,7 @@ rows ran. Rows tested elsewhere: defect 1 also in test_custom_rules (offline and
 test_report_html (headless Chromium), 11 in test_gpu_views."""
 
 import collections
+import gzip
 import json
 import os
 import shutil
@@ -121,6 +122,34 @@ class HostileProgramTest(TempDirTestCase):
             os.unlink(target)
             counts["old file kept: " + args[0]] += 1
         report("defect 12 in-place writes", counts)
+
+
+class GzipBombTest(TempDirTestCase):
+    def test_defect_10_a_gzip_bomb_streams_through_in_little_memory(self):
+        # 1 MB that inflates to 1 GB (zeros), and 256 MB of whitespace inside a valid trace: the
+        # reader streams both (it held the whole text: a 5 MB bomb took 7.9 GB of memory, 22 s).
+        counts = collections.Counter()
+        zeros = os.path.join(self.tmp, "zeros.json.gz")
+        with gzip.open(zeros, "wb", compresslevel=9) as f:
+            chunk = b"\0" * (1 << 20)
+            for _ in range(1024):
+                f.write(chunk)
+        spaces = os.path.join(self.tmp, "spaces.json.gz")
+        with gzip.open(spaces, "wb", compresslevel=9) as f:
+            f.write(b'{"traceEvents": [')
+            chunk = b" " * (1 << 20)
+            for _ in range(256):
+                f.write(chunk)
+            f.write(b"]}")
+        for path, why in ((zeros, "not a Chrome trace"), (spaces, "no GPU events")):
+            proc = subprocess.run(["/usr/bin/time", "-f", "rss_kb=%M", SPROF_BIN, "gpu", path, "kernels"],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, EXIT_USAGE, proc.stderr[-2000:])
+            self.assertIn(why, proc.stderr)
+            rss_kb = int(proc.stderr.rsplit("rss_kb=", 1)[1])
+            self.assertLess(rss_kb, 150_000, path)
+            counts["exit 2, %d MB RSS: %s" % (rss_kb // 1024, os.path.basename(path))] += 1
+        report("defect 10 gzip bombs", counts)
 
 
 class BadOptionsTest(TempDirTestCase):
