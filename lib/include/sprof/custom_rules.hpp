@@ -65,6 +65,11 @@ struct ProgramRule {
   std::string source;             // the rule file, or "--rule-program"
 };
 
+// A rule program's answer line to evaluation `seq` as its rule's result, or why it is not a
+// verdict (the program is then disabled): JSON nested past 128 levels, not a JSON object with an
+// integer "seq", another evaluation's, or a verdict without a valid "status" and fields.
+Result<RuleResult> read_verdict(std::string_view line, const ProgramRule& rule, int64_t seq, int64_t steps_sent);
+
 struct CustomRules {
   std::vector<ThresholdRule> thresholds;
   std::vector<ProgramRule> programs;

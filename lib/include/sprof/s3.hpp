@@ -85,6 +85,15 @@ struct ObjectInfo {
   std::string etag;  // without quotes
 };
 
+// One page of a ListObjectsV2 answer: its objects (Key, Size, ETag without quotes), whether more
+// follow and the token for them. Lenient: what a page does not hold reads as empty.
+struct ListPage {
+  std::vector<ObjectInfo> objects;
+  bool truncated = false;
+  std::string next_token;
+};
+ListPage parse_list_page(std::string_view xml);
+
 struct TransferStats {
   uint64_t requests = 0;
   uint64_t retries = 0;

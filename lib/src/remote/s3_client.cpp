@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -53,6 +54,21 @@ std::string unquote(std::string etag) {
 
 }  // namespace
 
+ListPage parse_list_page(std::string_view xml) {
+  ListPage page;
+  for (std::string_view contents : xml_elements(xml, "Contents")) {
+    ObjectInfo o;
+    o.key = xml_value(contents, "Key");
+    o.etag = unquote(xml_value(contents, "ETag"));
+    std::string size = xml_value(contents, "Size");
+    o.size = size.empty() ? 0 : std::strtoull(size.c_str(), nullptr, 10);
+    page.objects.push_back(std::move(o));
+  }
+  page.truncated = xml_value(xml, "IsTruncated") == "true";
+  page.next_token = xml_value(xml, "NextContinuationToken");
+  return page;
+}
+
 Result<std::vector<ObjectInfo>> S3Client::list(const std::string& bucket, const std::string& prefix) {
   HttpClient http(config_, impl_->stats, impl_->stats_mutex);
   std::vector<ObjectInfo> out;
@@ -69,16 +85,10 @@ Result<std::vector<ObjectInfo>> S3Client::list(const std::string& bucket, const 
     if (page_size_ > 0) r.query.emplace_back("max-keys", std::to_string(page_size_));
     if (!token.empty()) r.query.emplace_back("continuation-token", token);
     SPROF_TRY(HttpResponse response, http.perform(r));
-    for (std::string_view contents : xml_elements(response.body, "Contents")) {
-      ObjectInfo o;
-      o.key = xml_value(contents, "Key");
-      o.etag = unquote(xml_value(contents, "ETag"));
-      std::string size = xml_value(contents, "Size");
-      o.size = size.empty() ? 0 : std::strtoull(size.c_str(), nullptr, 10);
-      out.push_back(std::move(o));
-    }
-    if (xml_value(response.body, "IsTruncated") != "true") break;
-    token = xml_value(response.body, "NextContinuationToken");
+    ListPage listed = parse_list_page(response.body);
+    std::move(listed.objects.begin(), listed.objects.end(), std::back_inserter(out));
+    if (!listed.truncated) break;
+    token = std::move(listed.next_token);
     if (token.empty()) {
       return make_error(ErrorKind::io, "s3://{}/{}: the listing is truncated but has no continuation token", bucket,
                         prefix);

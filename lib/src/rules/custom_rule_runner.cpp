@@ -11,6 +11,7 @@
 #include "rules/custom_rule_model.hpp"
 #include "rules/rule_program.hpp"
 #include "sprof/manifest.hpp"
+#include "store/json_text.hpp"
 
 namespace sprof::rules {
 namespace {
@@ -106,6 +107,15 @@ Result<RuleResult> verdict_result(const json& v, const ProgramRule& rule, int64_
   return r;
 }
 
+// A line of the program's output, shortened and without control bytes, for a message.
+std::string shown(std::string_view line) {
+  std::string s(line.substr(0, 80));
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
+  }
+  return line.size() > 80 ? s + "..." : s;
+}
+
 RuleResult disabled_result(const ProgramRule& rule, const std::string& why) {
   RuleResult r;
   r.rule = rule.name;
@@ -134,6 +144,21 @@ json start_record(const RulesInput& input, const ProgramRule& rule, bool live) {
 }
 
 }  // namespace
+
+Result<RuleResult> read_verdict(std::string_view line, const ProgramRule& rule, int64_t seq, int64_t steps_sent) {
+  // A parser that recurses per level overflows the stack on 100,000 nested brackets.
+  if (!store::json_depth_within(line)) {
+    return make_error(ErrorKind::runtime, "it wrote a verdict nested deeper than {} levels", store::kMaxJsonDepth);
+  }
+  json answer = json::parse(line, nullptr, false);
+  if (answer.is_discarded() || !answer.is_object() || !answer.contains("seq") || !answer["seq"].is_number_integer()) {
+    return make_error(ErrorKind::runtime, "it wrote \"{}\", not a verdict (a JSON object with \"seq\")", shown(line));
+  }
+  if (answer["seq"].get<int64_t>() != seq) {
+    return make_error(ErrorKind::runtime, "it answered evaluation {} when asked for {}", answer["seq"].get<int64_t>(), seq);
+  }
+  return verdict_result(answer, rule, steps_sent);
+}
 
 struct CustomRuleRunner::Impl {
   CustomRules rules;
@@ -179,7 +204,7 @@ struct CustomRuleRunner::Impl {
     fresh.clear();
 
     auto answer = p.process->exchange(std::move(lines), ++p.seq, final);
-    Result<RuleResult> result = answer.ok() ? verdict_result(*answer, *p.rule, p.steps_sent)
+    Result<RuleResult> result = answer.ok() ? read_verdict(*answer, *p.rule, p.seq, p.steps_sent)
                                             : Result<RuleResult>(std::move(answer).error());
     if (!result.ok()) {
       p.disabled = true;

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "sprof/custom_rules.hpp"
 
 namespace sprof::rules {
@@ -22,11 +20,11 @@ class RuleProgram {
   RuleProgram& operator=(const RuleProgram&) = delete;
 
   // Writes `records` (JSON lines, each ending in '\n') and {"type":"evaluate","seq":seq,
-  // "final":final}, and returns the program's answer: the JSON object on the line that carries
-  // "seq": seq. The timeout runs from the last time the program read some of its input. The
-  // error says why the program cannot be used any more (it could not start, exited, wrote a line
-  // that is not such an object, or did not answer in time); the program is killed then.
-  Result<nlohmann::json> exchange(std::string records, int64_t seq, bool final);
+  // "final":final}, and returns the program's answer: its next line that is not blank, as
+  // written (read_verdict() reads it). The timeout runs from the last time the program read some
+  // of its input. The error says why the program cannot be used any more (it could not start,
+  // exited, wrote a line over 1 MiB, or did not answer in time); the program is killed then.
+  Result<std::string> exchange(std::string records, int64_t seq, bool final);
   // Ends its input and waits a little for it to exit; kills it otherwise.
   void close();
 
