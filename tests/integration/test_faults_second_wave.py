@@ -96,6 +96,19 @@ class HostileProgramTest(TempDirTestCase):
         self.assertTrue(set(HOSTILE_NAMES) & names, names)
         report("defect 9 terminal escapes in text output", counts)
 
+    def test_held_up_exports_stay_well_formed_with_hostile_names(self):
+        import xml.dom.minidom
+        out, _ = self.record_hostile()
+        counts = collections.Counter()
+        for fmt, check in (("speedscope", json.loads), ("chrome", json.loads), ("flamegraph", xml.dom.minidom.parseString),
+                           ("collapsed", lambda text: [line.rsplit(" ", 1)[1] for line in text.splitlines()])):
+            target = os.path.join(self.tmp, "out." + fmt)
+            run_sprof("export", out, "-f", fmt, "-o", target, check=0)
+            with open(target, encoding="utf-8") as f:
+                check(f.read())
+            counts["well-formed: " + fmt] += 1
+        report("held up: exports with hostile names", counts)
+
     def test_defect_12_a_failed_write_leaves_the_old_report_whole(self):
         out, _ = self.record_hostile()
         mnt = os.path.join(self.tmp, "small")
@@ -150,6 +163,31 @@ class GzipBombTest(TempDirTestCase):
             self.assertLess(rss_kb, 150_000, path)
             counts["exit 2, %d MB RSS: %s" % (rss_kb // 1024, os.path.basename(path))] += 1
         report("defect 10 gzip bombs", counts)
+
+
+class HeldUpTraceInputsTest(TempDirTestCase):
+    def test_held_up_broken_traces_exit_2_naming_the_file(self):
+        counts = collections.Counter()
+        good = gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, '
+                             b'"args": {"device": 0, "stream": 7}}]}')
+        fifo = os.path.join(self.tmp, "fifo.json")
+        os.mkfifo(fifo)
+        cases = {
+            "truncated.json.gz": good[: len(good) // 2],
+            "corrupt.json.gz": good[:20] + bytes(b ^ 0xFF for b in good[20:30]) + good[30:],
+            "not_array.json": b'{"traceEvents": {"a": 1}}',
+            "fifo.json": None,
+        }
+        for name, data in cases.items():
+            path = os.path.join(self.tmp, name)
+            if data is not None:
+                with open(path, "wb") as f:
+                    f.write(data)
+            proc = run_sprof("gpu", path, "kernels", check=None, timeout=30)
+            self.assertEqual(proc.returncode, EXIT_USAGE, proc.stderr)
+            self.assertIn(path, proc.stderr)
+            counts["exit 2: " + name] += 1
+        report("held up: broken traces", counts)
 
 
 class BadOptionsTest(TempDirTestCase):

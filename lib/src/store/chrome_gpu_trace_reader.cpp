@@ -762,6 +762,10 @@ Result<GpuTrace> read_chrome_gpu_trace(const fs::path& path) {
     return splitter.feed(piece);
   };
   const ProfileFiles& files = files_for(path);
+  // A FIFO or a device would block or never end: only regular files are read.
+  if (FileKind kind = files.kind(path); kind != FileKind::file) {
+    return make_error(ErrorKind::bad_input, "{}: {}", source, kind == FileKind::missing ? "no such file" : "not a regular file");
+  }
   if (&files == &local_files()) {
     // Stream from the file: memory stays at a piece plus the records.
     std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
