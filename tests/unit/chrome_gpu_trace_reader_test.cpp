@@ -129,6 +129,10 @@ TEST_CASE("broken traces are errors that say what is wrong", "[gpu][chrome_reade
   CHECK(error_of(R"({"other": 1})") == "t.json: a JSON object without a traceEvents array: not a Chrome trace");
   CHECK(error_of(R"({"traceEvents": {"a": 1}})") == "t.json: a JSON object without a traceEvents array: not a Chrome trace");
   CHECK(error_of(R"({"traceEvents": []} x)") == "t.json: not valid JSON");
+  // An element or a value that is not there: an error, never an endless scan (a fuzzer found "[}").
+  CHECK(error_of("[}") == "t.json: not valid JSON");
+  CHECK(error_of(R"({"traceEvents": [ , }]})") == "t.json: not valid JSON");
+  CHECK(error_of(R"({"a": , "traceEvents": []})") == "t.json: not valid JSON");
   // Inside an event, the parser is lazy (On-Demand): what it does not read it does not check, so
   // a broken event is refused or skipped, never read as something else.
   auto broken = parse_chrome_gpu_trace(R"({"traceEvents": [{"ph": "X", "cat": }]})", "t.json");

@@ -535,6 +535,7 @@ class TraceSplitter {
       char c = data[pos_];
       if (c == '"') return skip_string(pos_);  // rescanned from its quote until it is whole
       value_open_ = true;
+      scalar_chars_ = 0;
       if (c == '{' || c == '[') {
         depth_ = 1;
         ++pos_;
@@ -545,8 +546,12 @@ class TraceSplitter {
     if (depth_ == 0) {  // a scalar
       while (pos_ < buffer_.size()) {
         char c = data[pos_];
-        if (c == ',' || c == '}' || c == ']' || space(c)) return true;
+        if (c == ',' || c == '}' || c == ']' || space(c)) {
+          if (scalar_chars_ == 0) return builder_.invalid().error();  // no value at all ("[}"): never loop on it
+          return true;
+        }
         ++pos_;
+        ++scalar_chars_;
       }
       return false;
     }
@@ -684,6 +689,7 @@ class TraceSplitter {
   State state_ = State::start;
   bool seen_root_ = false, object_form_ = false, saw_events_ = false, capture_ = false;
   bool value_open_ = false;  // the value's kind is known (depth_ or scalar): it is being scanned
+  size_t scalar_chars_ = 0;  // of the scalar being scanned (its start may be gone from the buffer)
 };
 
 // Inflates on a thread of its own while the caller's sink parses: on two cores the reading of a
