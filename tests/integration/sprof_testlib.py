@@ -83,6 +83,27 @@ def run_sprof(*args, check=None, timeout=600, env=None, **kwargs):
     return proc
 
 
+def hostile_names_workload(names, steps=6, seconds=0.03):
+    """A program (run under sprof's bootstrap) whose functions carry `names`, set through their code
+    objects as no `def` could: each busy for `seconds` in each of `steps` steps."""
+    return """
+import time, sprof
+def make(name):
+    def f(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
+    return f
+funcs = [make(n) for n in %r]
+for step in range(%d):
+    sprof.step()
+    for f in funcs:
+        f(%r)
+sprof.step_end()
+""" % (list(names), steps, seconds)
+
+
 def fake_nvml(directory, utilization):
     """Sets up the fake NVML (tests/tools/fake_nvml.c, two GPUs) under `directory` as the
     libnvidia-ml.so.1 sprof loads, reporting `utilization` % until the returned file is rewritten.

@@ -15,7 +15,7 @@ import textwrap
 import time
 import unittest
 
-from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, run_sprof
+from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, hostile_names_workload, run_sprof
 
 EXIT_USAGE = 2
 
@@ -39,25 +39,7 @@ HOSTILE_NAMES = [
     "<!--<script>",
     "c1\u009bcsi",
 ]
-HOSTILE = textwrap.dedent("""\
-    import sys, time
-    import sprof
-
-    def make(name):
-        def f(seconds):
-            end = time.perf_counter() + seconds
-            while time.perf_counter() < end:
-                pass
-        f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
-        return f
-
-    funcs = [make(n) for n in %r]
-    for step in range(6):
-        sprof.step()
-        for f in funcs:
-            f(0.03)
-    sprof.step_end()
-    """) % (HOSTILE_NAMES,)
+HOSTILE = hostile_names_workload(HOSTILE_NAMES)
 
 CONTROL = [chr(c) for c in range(0x20) if chr(c) != "\n"] + ["\x7f", "\u009b"]
 

@@ -11,27 +11,12 @@ import re
 import unittest
 
 from browser_testlib import BrowserTestCase, screenshots_dir
-from sprof_testlib import DEBIAN_PYTHON, SOURCE_DIR, run_sprof
+from sprof_testlib import DEBIAN_PYTHON, SOURCE_DIR, hostile_names_workload, run_sprof
 
 PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
 
 # Steps whose functions are named like HTML that would end or comment out a <script> element.
-HOSTILE = """
-import time, sprof
-def make(name):
-    def f(seconds):
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
-    f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
-    return f
-funcs = [make(n) for n in ("<!--<script>", "</script><script>", "busy")]
-for step in range(6):
-    sprof.step()
-    for f in funcs:
-        f(0.03)
-sprof.step_end()
-"""
+HOSTILE = hostile_names_workload(["<!--<script>", "</script><script>", "busy"])
 
 HARNESS = """<!doctype html><html><body>
 <iframe id="f" src="report.html" width="1280" height="1000"></iframe>

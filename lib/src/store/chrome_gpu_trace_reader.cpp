@@ -395,23 +395,13 @@ class TraceBuilder {
       od::value value;
       if (auto err = field.value().get(value)) return err;
       int64_t n = 0;
-      auto set = [&](std::optional<int64_t>& slot) {
-        if (integer_of(value, n)) slot = n;
-      };
-      if (key == "device") {
-        set(args.device);
-      } else if (key == "stream") {
-        set(args.stream);
-      } else if (key == "correlation") {
-        set(args.correlation);
-      } else if (key == "context") {
-        set(args.context);
-      } else if (key == "bytes") {
-        set(args.bytes);
-      } else if (key == "registers per thread") {
-        set(args.registers);
-      } else if (key == "shared memory") {
-        set(args.shared_memory);
+      static constexpr std::pair<std::string_view, std::optional<int64_t> Args::*> kIntegers[] = {
+          {"device", &Args::device},   {"stream", &Args::stream}, {"correlation", &Args::correlation},
+          {"context", &Args::context}, {"bytes", &Args::bytes},   {"registers per thread", &Args::registers},
+          {"shared memory", &Args::shared_memory}};
+      auto integer = std::find_if(std::begin(kIntegers), std::end(kIntegers), [&](const auto& k) { return k.first == key; });
+      if (integer != std::end(kIntegers)) {
+        if (integer_of(value, n)) args.*(integer->second) = n;
       } else if (key == "cuda_sync_kind") {
         std::string_view s;
         if (value.get_string().get(s) == simdjson::SUCCESS) args.sync_kind = std::string(s);
