@@ -123,10 +123,10 @@ void merge_spans(std::vector<std::pair<int64_t, int64_t>>& spans) {
 // two equal slices the parent and drop a slice that only partly overlaps another, so:
 // - the open stack is cut and reopened at every step edge of the thread (`edges_ns`, by native
 //   tid), where a step slice starts or ends;
-// - where the stack changes between two samples while a CUDA call of the thread is running, the
-//   change moves out of the call: to its start when the call began after the previous sample
-//   (the call ran under the stack seen during it), else to its end (it ran under the previous
-//   stack), so that the call nests instead of straddling the edge;
+// - where the stack changes (or ends) while a CUDA call of the thread is running, the change
+//   moves out of the call: to its start when the call began after the stack's last change and
+//   the start of what is open (the call then runs under the stack seen during it), else to its
+//   end (it ran under the earlier stack), so that the call nests instead of straddling an edge;
 // - each thread's slices are written sorted by start, longest first, outermost first, in the
 //   whole µs the trace holds (two ends a few ns apart can floor to one µs), and a slice shorter
 //   than a µs is left out.
