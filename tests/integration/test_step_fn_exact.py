@@ -215,9 +215,13 @@ class ExactStepFnTest(TempDirTestCase):
                 self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad")))
 
     def test_sampled_inference_warns_when_calls_merged(self):
-        # Without the bootstrap the same loop is one long run of samples inside train_step.
-        proc, out, calls = self.record(DEBIAN_PYTHON, "function", "train_step", 30, "--no-inject", "--rate", "100")
-        self.assertLess(manifest(out)["steps"]["steps"].get("train", 0), 30)
+        # Without the bootstrap the same loop is one long run of samples inside train_step. The
+        # warning needs most of the process's samples inside the run: 500 calls (1 s, ~100 samples
+        # at 100 Hz, +-10) against the interpreter's start (~0.1 s, up to ~0.5 s on a loaded machine:
+        # at most ~50 samples). With 30 calls (60 ms, ~6 samples) a slow start outweighed the loop
+        # and the warning did not come (a CI run under load, stop 37).
+        proc, out, calls = self.record(DEBIAN_PYTHON, "function", "train_step", 500, "--no-inject", "--rate", "100")
+        self.assertLess(manifest(out)["steps"]["steps"].get("train", 0), 500)
         self.assertIn("calls of train_step may have merged", proc.stderr)
 
     def test_no_steps_says_how_to_get_them(self):
