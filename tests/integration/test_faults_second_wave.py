@@ -241,6 +241,22 @@ class HangingActionTest(TempDirTestCase):
         self.assertFalse(os.path.exists(marker), "the action's group was not ended")
         report("defect 5 hanging exec action", collections.Counter({"finished in %d s" % round(took): 1}))
 
+    def test_held_up_an_action_never_passes_the_message_through_a_shell(self):
+        marker = os.path.join(self.tmp, "injected")
+        seen = os.path.join(self.tmp, "seen")
+        rules = write(os.path.join(self.tmp, "rules.json"), json.dumps([
+            {"name": "Slow", "metric": "step_time", "aggregation": "mean", "window": {"steps": 2},
+             "comparison": ">", "threshold": 0.01, "message": "$(touch %s) `touch %s` {value}" % (marker, marker)}]))
+        job = write(os.path.join(self.tmp, "job.py"), "import time, sprof\nfor i in range(25):\n"
+                    "    sprof.step()\n    time.sleep(0.1)\nsprof.step_end()\n")
+        run_sprof("record", "-o", os.path.join(self.tmp, "p"), "--rule-file", rules, "--rule", "Slow",
+                  "--rule-interval", "1", "--action", 'Slow=exec:printf "%s" "$SPROF_RULE_MESSAGE" > ' + seen, "--", DEBIAN_PYTHON, job,
+                  check=0, timeout=60)
+        with open(seen) as f:
+            self.assertIn("$(touch", f.read())  # the message arrived as text
+        self.assertFalse(os.path.exists(marker), "the message was run by a shell")
+        report("held up: exec actions", collections.Counter({"message not run": 1}))
+
 
 class RuleFileTest(TempDirTestCase):
     def test_defect_15_rule_files_load_in_linear_time_and_refuse_silent_mistakes(self):

@@ -690,6 +690,54 @@ class S3Test(TempDirTestCase):
         traces = [p for p in stored if "runs/temporaries/" in p and "model.partial." in p]
         self.assertTrue(traces, [p for p in stored if "runs/temporaries/" in p][:50])
 
+    # Issue 29's "held up" rows that had no test of their own.
+
+    def test_held_up_three_readers_share_one_cache(self):
+        cache = os.path.join(self.tmp, "shared")
+        procs = [subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "--cache-dir", cache,
+                                   "analyze", "--json", self.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=dict(os.environ, **self.env)) for _ in range(3)]
+        local = run_sprof("analyze", "--json", self.local, check=0).stdout
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertEqual(out.replace(self.url, self.local), local)
+
+    def test_held_up_an_unusable_cache_directory_is_named(self):
+        not_a_dir = os.path.join(self.tmp, "file")
+        with open(not_a_dir, "w") as f:
+            f.write("x")
+        out = self.sprof("analyze", self.url, cache=not_a_dir, check=1)
+        self.assertIn(not_a_dir, out.stderr)
+
+    def test_held_up_malformed_urls_are_usage_errors(self):
+        for url in ("s3://", "s3:///x", "s3://Bad_Bucket/x", "s3://b/../x", "s3://b/x\x01", "s3:/b", "s3://b//x",
+                    "s3://-b/x"):
+            with self.subTest(url=url):
+                out = self.sprof("nodes", url, check=2)
+                self.assertIn("s3:", out.stderr)
+
+    def test_held_up_a_killed_upload_resumes_with_the_rest(self):
+        big = os.path.join(self.tmp, "many")
+        shutil.copytree(self.local, big)
+        for d in range(20):
+            os.makedirs(os.path.join(big, "extra", "d%02d" % d))
+            for i in range(100):
+                with open(os.path.join(big, "extra", "d%02d" % d, "f%03d" % i), "w") as f:
+                    f.write("x" * 100)
+        url = "s3://%s/runs/killed-upload" % BUCKET
+        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "upload", big, url],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **self.env))
+        time.sleep(1.5)
+        proc.kill()
+        proc.wait()
+        again = self.sprof("upload", big, url)
+        m = re.search(r"(\d+) of (\d+) files uploaded.*?(\d+) already there", again.stderr)
+        self.assertTrue(m, again.stderr)
+        uploaded, total, there = (int(g) for g in m.groups())
+        self.assertGreater(there, 0, again.stderr)  # what went up before the kill is not sent again
+        self.assertEqual(uploaded + there, total, again.stderr)
+
     def test_ten_thousand_objects_in_small_pages(self):
         big = os.path.join(self.tmp, "big")
         shutil.copytree(self.local, big)
