@@ -35,6 +35,8 @@ document.getElementById("f").addEventListener("load", function () {
       for (var i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
       return false; }).length;
     r.rules = doc.querySelectorAll("table.rules-table tbody tr").length;
+    r.rule_rows = Array.prototype.map.call(doc.querySelectorAll("table.rules-table tbody tr"), function (tr) {
+      var c = tr.querySelectorAll("td"); return [c[1].textContent, c[7].textContent]; });
     r.step_links = doc.querySelectorAll("a.step-link").length;
     r.clicked = R.clickStep(0);
     r.current = R.currentView();
@@ -76,6 +78,11 @@ class ReportHtmlTest(BrowserTestCase):
         self.assertGreaterEqual(r["charts"], 2)
         self.assertEqual(r["drawn_charts"], r["charts"])
         self.assertEqual(r["rules"], len(analyze["rules"]))
+        # A recommendation only where a rule found issues (issue 31: NoData rules gave advice).
+        for verdict, recommendation in r["rule_rows"]:
+            if verdict != "IssuesFound":
+                self.assertEqual(recommendation, "", verdict)
+        self.assertTrue(any(v == "NoData" for v, _ in r["rule_rows"]), r["rule_rows"])
         # The first step listed is the slowest: clicking it shows its flame graph.
         slowest = analyze["steps"]["slowest"][0]
         self.assertEqual(r["step_links"], steps)  # fewer than 20 steps: all listed

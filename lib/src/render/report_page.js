@@ -301,14 +301,16 @@
     }));
   })();
 
-  // Rules, as smdebug's ProfilerReport lists them.
+  // Rules, as smdebug's ProfilerReport lists them; a recommendation only where the rule found
+  // issues (one for a rule that had no data to judge would be advice about nothing).
   (function () {
     var box = section("rules");
     if (!A.rules || !A.rules.length) { note(box, "no rules evaluated"); return; }
     table(box, ["rule", "verdict", "triggered", "violations", "datapoints", "parameters", "evidence", "recommendation"],
           A.rules.map(function (r) {
             return { cls: "rule-" + String(r.status).toLowerCase(),
-                     cells: [r.rule, r.status, r.RuleTriggered, r.Violations, r.Datapoints, r.RuleParameters, r.evidence, r.recommendation] };
+                     cells: [r.rule, r.status, r.RuleTriggered, r.Violations, r.Datapoints, r.RuleParameters, r.evidence,
+                             r.status === "IssuesFound" ? r.recommendation : ""] };
           }), "rules-table");
   })();
 
