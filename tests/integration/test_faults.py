@@ -79,6 +79,12 @@ class SignalAtAnyMomentTest(TempDirTestCase):
             # inside init_sys_streams it may say "TypeError: expected a message argument" instead of
             # KeyboardInterrupt (plain python3.11: 1 in 400 runs with SIGINT at 0-12 ms).
             return "python interrupted in its own startup (exit 1)", None
+        if proc.returncode == 1 and sig == signal.SIGINT and "Fatal Python error: init_import_site" in stderr and \
+                stderr.rstrip().endswith("KeyboardInterrupt"):
+            # The same, while site runs sprof's bootstrap (sitecustomize): the KeyboardInterrupt
+            # ends the site import as it would in any sitecustomize, and Python exits 1 as above; the
+            # signal was delivered, not lost. Seen 1 in 200 runs under a flake hunt's load (stop 37).
+            return "python interrupted in sprof's bootstrap at startup (exit 1)", None
         return "other", "signal %d at run %d: exit %d, stderr %s" % (sig, i, proc.returncode, stderr)
 
     def test_signal_in_the_first_100_ms_is_never_lost(self):
