@@ -292,6 +292,20 @@ class MaxInitializationTime(RuleTestCase):
         self.assert_counts(rules_json(profile, *self.params)["MaxInitializationTime"], "NoIssuesFound", 0, 0, 1)
         self.assert_counts(rules_json(profile)["MaxInitializationTime"], "NoIssuesFound", 0, 0, 1)
 
+    def test_no_step_yet_is_no_data(self):
+        # 5 minutes without a step, under the default 20-minute threshold: too early to tell (issue
+        # 31: "NoIssuesFound" for a job that never started training); smdebug's windows say no issues.
+        profile = self.profile("p")
+        metrics = fx.SystemMetrics()
+        for i in range(300):
+            metrics.tick(fx.T0 + i, [fx.cpu("cpu0", 50)])
+        metrics.write(profile)
+        r = rules_json(profile, "--rule", "MaxInitializationTime")["MaxInitializationTime"]
+        self.assert_counts(r, "NoData", 0, 0, 0)
+        self.assertIn("no training step in 5.0 min of job (threshold 20 min): too early to tell", r["evidence"])
+        r = rules_json(profile, "--rule", "MaxInitializationTime", "--compat", "smdebug")["MaxInitializationTime"]
+        self.assert_counts(r, "NoIssuesFound", 0, 0, 0)
+
 
 class LoadBalancing(RuleTestCase):
     params = ("--rule", "LoadBalancing", "--param", "LoadBalancing_patience=50")

@@ -65,6 +65,14 @@ class MaxInitializationTime : public Rule {
 
   std::string rule_parameters() const override { return fmt::format("threshold:{}", params_.str("threshold")); }
 
+  // No step yet and a job shorter than the threshold: whether initialization is slow cannot be
+  // told (smdebug says NoIssuesFound; --compat smdebug keeps that).
+  std::optional<std::string> nothing_to_judge() const override {
+    if (compat_ || first_step_us_ || job_start_us_ == std::numeric_limits<int64_t>::max()) return std::nullopt;
+    return fmt::format("no training step in {:.1f} min of job (threshold {} min): too early to tell",
+                       static_cast<double>(job_end_us_ - job_start_us_) / 60e6, params_.str("threshold"));
+  }
+
   std::string evidence() const override {
     if (job_start_us_ == std::numeric_limits<int64_t>::max()) return "no data";
     if (first_step_us_) {

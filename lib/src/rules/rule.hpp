@@ -79,6 +79,9 @@ class Rule {
   virtual std::string rule_parameters() const = 0;
   // One line saying what was found (or that nothing was).
   virtual std::string evidence() const = 0;
+  // Why the input, though present, holds nothing the rule can judge (its status is then NoData
+  // with this as evidence); none by default.
+  virtual std::optional<std::string> nothing_to_judge() const { return std::nullopt; }
 
   int64_t triggered() const { return triggered_; }
   int64_t violations() const { return violations_; }

@@ -226,6 +226,9 @@ Result<RuleResult> run_one(const RuleDef& def, const Params& params, const Rules
   if (auto missing = def.missing_input(input)) {
     result.status = RuleStatus::no_data;
     result.evidence = *missing;
+  } else if (auto nothing = rule->nothing_to_judge(); nothing && result.triggered == 0) {
+    result.status = RuleStatus::no_data;
+    result.evidence = *nothing;
   } else {
     result.status = result.triggered > 0 ? RuleStatus::issues_found : RuleStatus::no_issues_found;
     result.evidence = rule->evidence();
