@@ -258,12 +258,13 @@ class BatchSize(RuleTestCase):
 
 class MaxInitializationTime(RuleTestCase):
     def write(self, root, first_step_s):
-        # System samples every second for 5 minutes; one step at T0 + first_step_s.
+        # System samples every second for 5 minutes; one step at T0 + first_step_s (None: no step).
         metrics = fx.SystemMetrics()
         for i in range(300):
             metrics.tick(fx.T0 + i, [fx.cpu("cpu0", 50)])
         metrics.write(root)
-        fx.write_trace(root, fx.steps([0.5], start_us=fx.T0_US + first_step_s * 1000000))
+        if first_step_s is not None:
+            fx.write_trace(root, fx.steps([0.5], start_us=fx.T0_US + first_step_s * 1000000))
 
     params = ("--rule", "MaxInitializationTime", "--param", "MaxInitializationTime_threshold=1")
 
@@ -296,10 +297,7 @@ class MaxInitializationTime(RuleTestCase):
         # 5 minutes without a step, under the default 20-minute threshold: too early to tell (issue
         # 31: "NoIssuesFound" for a job that never started training); smdebug's windows say no issues.
         profile = self.profile("p")
-        metrics = fx.SystemMetrics()
-        for i in range(300):
-            metrics.tick(fx.T0 + i, [fx.cpu("cpu0", 50)])
-        metrics.write(profile)
+        self.write(profile, None)
         r = rules_json(profile, "--rule", "MaxInitializationTime")["MaxInitializationTime"]
         self.assert_counts(r, "NoData", 0, 0, 0)
         self.assertIn("no training step in 5.0 min of job (threshold 20 min): too early to tell", r["evidence"])

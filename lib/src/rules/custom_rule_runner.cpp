@@ -11,6 +11,7 @@
 #include "rules/custom_rule_model.hpp"
 #include "rules/rule_program.hpp"
 #include "sprof/manifest.hpp"
+#include "sprof/markup.hpp"
 #include "store/json_text.hpp"
 
 namespace sprof::rules {
@@ -109,10 +110,7 @@ Result<RuleResult> verdict_result(const json& v, const ProgramRule& rule, int64_
 
 // A line of the program's output, shortened and without control bytes, for a message.
 std::string shown(std::string_view line) {
-  std::string s(line.substr(0, 80));
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20) c = '?';
-  }
+  std::string s = terminal_safe(line.substr(0, 80));
   return line.size() > 80 ? s + "..." : s;
 }
 
