@@ -1,4 +1,5 @@
-// sprof list-stats: one row per stats file, with the columns of smdebug's list_profile_stats.
+// sprof list-stats: one row per interval (stats directory), or per stats file with --files and in
+// JSON and CSV, which carry smdebug's list_profile_stats records.
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@ struct ListStatsOptions {
   ProfileOptions profile;
   std::string node;      // empty: every node
   std::string profiler;  // empty: every profiler
+  bool files = false;    // the table lists each stats file
   FormatOptions format;
 };
 
@@ -49,7 +51,8 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
       for (const auto* r : rows) text += render::csv_line(render::record_csv_fields(*r));
       break;
     case OutputFormat::table: {
-      text = render::records_table(rows, {global_options().color_enabled, terminal_width()});
+      render::TextStyle style{global_options().color_enabled, terminal_width()};
+      text = options.files ? render::records_table(rows, style) : render::intervals_table(rows, style);
       break;
     }
   }
@@ -62,11 +65,13 @@ Result<int> run_list_stats(const ListStatsOptions& options) {
 void add_list_stats(CLI::App& app, CommandList& commands) {
   auto options = std::make_shared<ListStatsOptions>();
   CLI::App* sub = app.add_subcommand(
-      "list-stats", "List the python profiling stats files of a profile directory, one row each");
+      "list-stats", "List the python profiling stats of a profile directory: one row per interval, or per file");
   add_profile_options(sub, options->profile);
   sub->add_option("--node", options->node, "Only this node's stats (default: every node)");
   sub->add_option("--profiler", options->profiler, "Only cprofile or pyinstrument stats")
       ->check(CLI::IsMember({store::kCprofileName, store::kPyinstrumentName}));
+  sub->add_flag("--files", options->files,
+                 "One table row per stats file (python_stats, .json, .html), as JSON and CSV list them");
   add_format_options(sub, options->format);
   commands.push_back(Command{sub, [options] { return run_list_stats(*options); }});
 }

@@ -69,9 +69,15 @@ class StatsQueryTest(QueryAssertions, unittest.TestCase):
                 start, end = record.stats_dir.split("_")
                 self.assertEqual(row["start_time_since_epoch_in_micros"], start.split("-")[3])
                 self.assertEqual(row["end_time_since_epoch_in_micros"], end.split("-")[3])
+            # The table lists each interval (stats directory) once, each file with --files.
             table = run_sprof("list-stats", root, check=0).stdout.splitlines()
+            dirs = {os.path.dirname(s["stats_path"]) for s in doc["stats"]}
+            self.assertEqual(len(table), len(dirs) + 1)
+            self.assertTrue(table[0].startswith("PROFILERS"))
+            self.assertEqual(sorted(line.split()[-1] for line in table[1:]), sorted(dirs))
+            table = run_sprof("list-stats", root, "--files", check=0).stdout.splitlines()
             self.assertEqual(len(table), len(analysis.all_stats) + 1)
-            self.assertTrue(table[0].startswith("PROFILER"))
+            self.assertTrue(table[0].startswith("PROFILER "))
 
     def test_nodes(self):
         for root, analysis in self.each_tree():

@@ -22,8 +22,10 @@ std::vector<std::string> record_csv_fields(const store::StatsRecord& record);
 // smdebug's numeric steps as text: -1 for a start `*`, "inf" for an end `*`.
 std::string start_step_text(const store::StatsDirName& name);
 std::string end_step_text(const store::StatsDirName& name);
-// list-stats: one row per record.
+// list-stats --files: one row per record (stats file).
 std::string records_table(const std::vector<const store::StatsRecord*>& records, const TextStyle& style);
+// list-stats: one row per stats directory (interval), its files' profilers as one column.
+std::string intervals_table(const std::vector<const store::StatsRecord*>& records, const TextStyle& style);
 
 // nodes: one entry or row per node.
 Json nodes_json(const std::vector<query::NodeSummary>& nodes);

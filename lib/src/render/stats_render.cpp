@@ -1,5 +1,11 @@
 #include "sprof/stats_render.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <set>
+
 #include "sprof/stats_dir.hpp"
 #include "sprof/text_table.hpp"
 
@@ -68,6 +74,23 @@ std::vector<std::string> record_csv_fields(const store::StatsRecord& r) {
           std::string(store::to_string(r.name.format))};
 }
 
+namespace {
+
+std::vector<TableCell> record_cells(const store::StatsRecord& r, std::string profiler, std::string path) {
+  std::vector<TableCell> cells;
+  for (std::string text :
+       {std::move(profiler), r.framework, r.node_id, store::python_float_repr(r.name.start.time_us),
+        store::python_float_repr(r.name.end.time_us), start_step_text(r.name), end_step_text(r.name),
+        std::string(sprof::to_string(r.name.start.mode)), std::string(sprof::to_string(r.name.end.mode)),
+        std::string(sprof::to_string(r.name.start.phase)), std::string(sprof::to_string(r.name.end.phase)),
+        std::move(path)}) {
+    cells.push_back(TableCell{std::move(text), ""});
+  }
+  return cells;
+}
+
+}  // namespace
+
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
                            const FunctionOrder& order) {
   Json stats = Json::array();
@@ -114,18 +137,27 @@ std::string records_table(const std::vector<const store::StatsRecord*>& rows, co
   TextTable table({"PROFILER", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
                    "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
                    "END_PHASE", "PATH"});
+  for (const auto* r : rows) table.add_row(record_cells(*r, r->profiler, r->path.string()));
+  return table.render(style.color, style.width);
+}
+
+std::string intervals_table(const std::vector<const store::StatsRecord*>& rows, const TextStyle& style) {
+  // One row per stats directory: sprof record writes a pstats file and pyinstrument's pair into
+  // each, which a per-file listing shows as three rows of one interval. The directory's files
+  // keep their first file's place in smdebug's order.
+  std::vector<std::filesystem::path> dirs;
+  std::map<std::filesystem::path, std::pair<const store::StatsRecord*, std::set<std::string>>> by_dir;
   for (const auto* r : rows) {
-    std::vector<TableCell> cells;
-    for (std::string text :
-         {r->profiler, r->framework, r->node_id, store::python_float_repr(r->name.start.time_us),
-          store::python_float_repr(r->name.end.time_us), start_step_text(r->name), end_step_text(r->name),
-          std::string(sprof::to_string(r->name.start.mode)),
-          std::string(sprof::to_string(r->name.end.mode)),
-          std::string(sprof::to_string(r->name.start.phase)),
-          std::string(sprof::to_string(r->name.end.phase)), r->path.string()}) {
-      cells.push_back(TableCell{std::move(text), ""});
-    }
-    table.add_row(std::move(cells));
+    auto [it, added] = by_dir.try_emplace(r->path.parent_path(), r, std::set<std::string>{});
+    if (added) dirs.push_back(r->path.parent_path());
+    it->second.second.insert(r->profiler);
+  }
+  TextTable table({"PROFILERS", "FRAMEWORK", "NODE", "START_TIME_US", "END_TIME_US",
+                   "START_STEP", "END_STEP", "START_MODE", "END_MODE", "START_PHASE",
+                   "END_PHASE", "STATS_DIR"});
+  for (const auto& dir : dirs) {
+    const auto& [first, profilers] = by_dir.at(dir);
+    table.add_row(record_cells(*first, fmt::format("{}", fmt::join(profilers, ",")), dir.string()));
   }
   return table.render(style.color, style.width);
 }
