@@ -93,7 +93,10 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
           text += fmt::format(" ({})", r.parts.empty() ? "no stats" : fmt::format("{}", fmt::join(r.parts, ", ")));
         }
         text += fmt::format(": {} {}\n", r.aggregate.used.size(), source->sampled() ? "intervals" : "stats files");
-        if (!r.aggregate.used.empty()) text += "\n" + render::aggregate_table(r.aggregate, options.query.table);
+        if (!r.aggregate.used.empty()) {
+          text += render::aggregate_time_note(r.aggregate);
+          text += "\n" + render::aggregate_table(r.aggregate, options.query.table);
+        }
       }
       break;
   }

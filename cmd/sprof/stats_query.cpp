@@ -44,6 +44,10 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats)
                   "Samples an answer from samples counts: total_time (all), cpu_time (on-CPU), "
                   "off_cpu_time (idle); default: the timer record wrote the stats with")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}));
+  app->add_option("--thread", options.threads,
+                  "Samples answers: only this thread's samples, by threading name (MainThread) or "
+                  "kernel TID; repeatable. Without it the times add up every thread's")
+      ->delimiter(',');
 }
 
 Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options) {
@@ -51,6 +55,7 @@ Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions
   if (options.source != "auto") source.kind = query::parse_source_kind(options.source);
   if (!options.python_timer.empty()) source.timer = intervals::parse_python_timer(options.python_timer);
   source.strict = options.profile.strict;
+  source.threads = options.threads;
   return query::open_stats_source(options.profile.profile_dir, source);
 }
 
@@ -147,7 +152,10 @@ Result<int> run_selection_command(const QueryOptions& options, const SelectionCo
                                      source->timer() ? fmt::format(" (from the raw samples, {})",
                                                                    intervals::to_string(*source->timer()))
                                                      : "");
-      if (!aggregate.used.empty()) text += "\n" + render::aggregate_table(aggregate, options.table);
+      if (!aggregate.used.empty()) {
+        text += render::aggregate_time_note(aggregate);
+        text += "\n" + render::aggregate_table(aggregate, options.table);
+      }
       std::fwrite(text.data(), 1, text.size(), stdout);
       break;
     }

@@ -39,6 +39,7 @@ struct QueryOptions {
   std::string output;  // -o FILE.pstats
   std::string source = "auto";  // auto | samples | stats
   std::string python_timer;     // empty: the timer record used, else total_time
+  std::vector<std::string> threads;  // --thread: only these threads' samples
 };
 // stack_formats: the command also prints -f collapsed|speedscope|flamegraph (run_selection_command
 // does).

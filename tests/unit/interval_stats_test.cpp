@@ -185,13 +185,20 @@ TEST_CASE("intervals: pstats numbers from samples", "[intervals]") {
   }
   REQUIRE(by_kind.size() == 4);  // pre_step_zero, step (2, the later overwrites), between_steps, post_hook_close
 
+  // A sample stands for the 10 ms before it, in the interval its time lies in, for no more than
+  // the time since the interval began; the rest, before the boundary, goes to the stack of the
+  // thread's last sample in the interval before. Every boundary here falls mid-sample: the
+  // samples at 105, 305, 405 and 505 ms count 5 ms where they lie, 5 ms for the sample before.
   // Before the first step, including the sample taken before the bootstrap said hello.
   const auto& pre = by_kind["pre_step_zero"];
   CHECK(pre.samples == 11);
-  CHECK(stats_of(pre.table, "<module>").tt == Approx(0.11));
+  CHECK(stats_of(pre.table, "<module>").tt == Approx(0.115));
   CHECK(stats_of(pre.table, "<module>").nc == 1);
+  CHECK(pre.seconds == Approx(0.115));
 
-  // The gap between the steps, less the paused samples (325, 335, 345 ms).
+  // The gap between the steps, less the paused samples (325, 335, 345 ms): its spans are
+  // [300, 320) and [350, 400), so 305 and 355 count 5 ms each, and 315's stack holds for the
+  // 5 ms of 325 before the pause and 395's for the 5 ms of 405 before step 1.
   const auto& gap = by_kind["between_steps"];
   CHECK(gap.samples == 7);
   CHECK(gap.seconds == Approx(0.07));
@@ -202,26 +209,26 @@ TEST_CASE("intervals: pstats numbers from samples", "[intervals]") {
   const auto& rec = stats_of(post.table, "rec");
   CHECK(rec.nc == 3);
   CHECK(rec.cc == 1);
-  CHECK(rec.tt == Approx(0.22));
-  CHECK(rec.ct == Approx(0.22));
-  CHECK(stats_of(post.table, "<module>").ct == Approx(0.22));
+  CHECK(rec.tt == Approx(0.215));
+  CHECK(rec.ct == Approx(0.215));
+  CHECK(stats_of(post.table, "<module>").ct == Approx(0.215));
   CHECK(stats_of(post.table, "<module>").tt == 0.0);
   const auto& self_edge = caller(rec, "rec");
   CHECK(self_edge.nc == 2);
   CHECK(self_edge.cc == 1);
-  CHECK(self_edge.tt == Approx(0.22));
-  CHECK(self_edge.ct == Approx(0.22));
+  CHECK(self_edge.tt == Approx(0.215));
+  CHECK(self_edge.ct == Approx(0.215));
   const auto& from_module = caller(rec, "<module>");
   CHECK(from_module.nc == 1);
   CHECK(from_module.tt == 0.0);
-  CHECK(from_module.ct == Approx(0.22));
+  CHECK(from_module.ct == Approx(0.215));
   // pstats totals: the sum of tottime is the sum of the kept samples' weights.
   CHECK(post.table.total_tt() == Approx(post.seconds));
   CHECK(post.table.total_calls() == 4);  // <module> 1 + rec 3
 
   // The call tree merges the recursive frames per path, not per function.
   REQUIRE(post.tree.size() == 5);
-  CHECK(post.tree[0].time_s == Approx(0.22));
+  CHECK(post.tree[0].time_s == Approx(0.215));
 }
 
 TEST_CASE("intervals: a process without markers is one interval; its outermost call is one call", "[intervals]") {
@@ -252,18 +259,20 @@ TEST_CASE("intervals: calls observed, callers and timers", "[intervals]") {
   REQUIRE(step1);
 
   SECTION("a sleep is idle: all of it in total_time and off_cpu_time, none in cpu_time") {
+    // [100, 300): 5 ms of 105, 115 ... 295, and 295's stack for the 5 ms of 305 before the end.
     auto total = intervals::build_interval_stats(f->profile, *step0, PythonTimer::total_time);
     const auto& slow = stats_of(total.table, "slow");
     CHECK(slow.tt == Approx(0.2));
     CHECK(slow.nc == 1);
     CHECK(caller(slow, "step").ct == Approx(0.2));
     CHECK(stats_of(total.table, "step").ct == Approx(0.2));  // co_name, not "Model.step"
+    CHECK(total.seconds == Approx(0.2));  // the step's 200 ms, no more
     auto off = intervals::build_interval_stats(f->profile, *step0, PythonTimer::off_cpu_time);
     CHECK(stats_of(off.table, "slow").tt == Approx(0.2));
     auto cpu = intervals::build_interval_stats(f->profile, *step0, PythonTimer::cpu_time);
     // No kept sample: the one zero entry that keeps python_stats loadable.
     REQUIRE(cpu.table.size() == 1);
-    CHECK(cpu.table.entries()[0].first == intervals::no_samples_function());
+    CHECK(cpu.table.entries()[0].first == store::no_samples_function());
     CHECK(cpu.table.entries()[0].second.nc == 0);
     CHECK(cpu.table.entries()[0].second.tt == 0.0);
     CHECK(cpu.samples == 0);
@@ -271,19 +280,20 @@ TEST_CASE("intervals: calls observed, callers and timers", "[intervals]") {
   }
   SECTION("a busy loop is on-CPU; a function left and re-entered counts as a new call") {
     auto cpu = intervals::build_interval_stats(f->profile, *step1, PythonTimer::cpu_time);
+    // [400, 500): 5 ms of 405 (busy), 415 ... 495, and 495's stack (step) for 5 ms of 505.
     const auto& busy = stats_of(cpu.table, "busy");
     CHECK(busy.nc == 5);
     CHECK(busy.cc == 5);
-    CHECK(busy.tt == Approx(0.05));
+    CHECK(busy.tt == Approx(0.045));
     CHECK(caller(busy, "step").nc == 5);
     const auto& step = stats_of(cpu.table, "step");
     CHECK(step.nc == 1);  // the same call throughout: its caller stayed on the same line
-    CHECK(step.tt == Approx(0.05));
+    CHECK(step.tt == Approx(0.055));
     CHECK(step.ct == Approx(0.1));
     CHECK(cpu.cpu_seconds == Approx(0.1));
     auto off = intervals::build_interval_stats(f->profile, *step1, PythonTimer::off_cpu_time);
     REQUIRE(off.table.size() == 1);
-    CHECK(off.table.entries()[0].first == intervals::no_samples_function());
+    CHECK(off.table.entries()[0].first == store::no_samples_function());
   }
 }
 

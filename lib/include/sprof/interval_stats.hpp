@@ -102,16 +102,13 @@ struct CallTreeNode {
 };
 
 struct IntervalStats {
-  store::StatsTable table;          // just no_samples_function() when no sample was kept
+  store::StatsTable table;          // just store::no_samples_function() when no sample was kept
   std::vector<CallTreeNode> tree;   // tree[0] is the root
   uint64_t samples = 0;             // kept samples with Python frames
   double seconds = 0;               // their summed weights
   double cpu_seconds = 0;           // on-CPU weights of all the interval's samples
+  std::vector<double> thread_seconds;  // `seconds` by thread (index into SampleLog::threads())
 };
-
-// The one entry, all counts zero, of the table of an interval without a kept sample: its
-// python_stats stays loadable (pstats refuses an empty dict), so every interval has all three files.
-const store::FunctionKey& no_samples_function();
 
 IntervalStats build_interval_stats(const store::ProfileSamples& profile, const ProcessInterval& interval,
                                    PythonTimer timer);
@@ -143,7 +140,7 @@ struct WriteSummary {
   size_t directories = 0;  // written
   size_t excluded = 0;     // left out by WriteOptions::include
   size_t removed = 0;      // excluded ones whose directory an earlier run had written, now removed
-  size_t without_samples = 0;  // intervals without a kept sample (python_stats holds no_samples_function())
+  size_t without_samples = 0;  // intervals without a kept sample (python_stats holds store::no_samples_function())
   size_t empty_not_written = 0;  // of those, left without a directory (over max_empty_directories)
   size_t to_write = 0;     // directories this write meant to write
   bool interrupted = false;  // progress() said stop: `directories` of `to_write` were written

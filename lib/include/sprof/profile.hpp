@@ -36,6 +36,9 @@ struct StatsRecord {
   std::string dir_name;   // the stats directory's name as found on disk
   StatsDirName name;      // parsed dir_name
   std::filesystem::path path;  // the stats file
+  // A pstats file under a pyinstrument/ directory: sprof record's, whose call counts and times
+  // are estimated from samples (real cProfile output sits under cprofile/).
+  bool sampled = false;
 };
 
 // Something under the profile directory that was skipped: a malformed name, a file where a

@@ -27,6 +27,11 @@ struct FunctionKey {
   auto operator<=>(const FunctionKey&) const = default;
 };
 
+// The one entry, all counts zero, of the table sprof record writes for an interval without a
+// kept sample ("~", 0, "<sprof: no samples>"): its python_stats stays loadable (pstats refuses an
+// empty dict), so every interval has all three files. sprof's own tables leave it out.
+const FunctionKey& no_samples_function();
+
 struct FunctionKeyHash {
   size_t operator()(const FunctionKey& key) const noexcept;
 };

@@ -23,9 +23,12 @@ std::string sort_description(SortKey key);
 using FunctionEntry = store::StatsTable::Entry;
 
 // Entries sorted descending by the key; ties keep table (first-seen) order, as pstats'
-// stable sort does. limit 0 keeps all.
+// stable sort does. limit 0 keeps all. store::no_samples_function() is left out.
 std::vector<const FunctionEntry*> sorted_functions(const store::StatsTable& table, SortKey key,
                                                    size_t limit);
+
+// The table's functions that sorted_functions lists (all but store::no_samples_function()).
+size_t listed_function_count(const store::StatsTable& table);
 
 // pstats.func_std_string: "file:line(name)", or "{name}" / "name" for built-ins ("~", 0, ...).
 std::string func_std_string(const store::FunctionKey& key);
@@ -34,6 +37,7 @@ struct StatsTotals {
   int64_t total_calls = 0;
   int64_t primitive_calls = 0;
   double total_tt = 0.0;
+  bool estimated = false;  // sprof record's sampled stats: the totals line says so
 };
 
 // pstats.Stats.print_stats: the totals line, "Ordered by", the reduction note and the

@@ -109,6 +109,14 @@ std::vector<JobPhaseGroup> job_phases(const std::vector<TrainingPhase>& phases,
                                       Compat compat = Compat::sprof);
 
 // A pstats.Stats built as smdebug builds it: Stats() then add(path) per record.
+// The sampled time one thread adds to an aggregate (samples sources).
+struct ThreadTime {
+  int32_t pid = 0;
+  int32_t tid = 0;    // kernel TID, 0 if unknown
+  std::string name;   // threading.Thread name, empty if never read
+  double seconds = 0;
+};
+
 struct Aggregate {
   store::StatsTable table;
   // pstats.Stats' running totals: add() sums the per-file totals (total_tt is a float sum in
@@ -118,8 +126,13 @@ struct Aggregate {
   double total_tt = 0.0;
   Selection used;                       // records whose files were read and added, in order
   std::vector<store::Problem> unreadable;  // selected files that could not be read (skipped)
+  // Wall time: the selected intervals' durations (end - start) summed. total_tt sums every
+  // sampled thread's time, so with several threads it exceeds this.
+  double wall_seconds = 0;
+  // Samples sources: each thread's share of total_tt, largest first (empty for stats files).
+  std::vector<ThreadTime> threads;
 
-  // pstats.Stats.add(other Stats).
+  // pstats.Stats.add(other Stats); wall time and threads add up too.
   void add(const Aggregate& other);
 };
 
@@ -131,5 +144,8 @@ struct AggregateOptions {
 // Reads the selected files (in parallel) and adds them in selection order. Unreadable files
 // are skipped and listed (or, strict, the first is the error).
 Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options = {});
+
+// A stats record's duration in seconds (end - start of its name).
+double record_seconds(const StatsRecord& record);
 
 }  // namespace sprof::query

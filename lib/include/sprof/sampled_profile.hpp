@@ -37,10 +37,20 @@ struct SampledProfile {
 Result<SampledProfile> load_sampled_profile(const std::filesystem::path& dir,
                                             const timeline::StepTimeline& timeline);
 
+// A thread's threading name; the sampler reads the names of the threads the threading module
+// started, so an unnamed thread whose TID is its process's pid is "MainThread".
+std::string thread_name(const store::LogThread& thread, int32_t pid);
+// Whether a thread of process `pid` is one of `words`: its name (thread_name) or its kernel TID;
+// empty keeps all.
+bool thread_selected(const store::LogThread& thread, int32_t pid, const std::vector<std::string>& words);
+// The pid of a sampled process's log (its first interpreter's), 0 if it has none.
+int32_t log_pid(const store::SampleLog& log);
+
 // aggregate() over the samples: `used` lists the records whose intervals kept samples
-// (the ones that have a python_stats file when written with this timer).
+// (the ones that have a python_stats file when written with this timer); `threads` keeps only
+// the samples of those threads (thread_selected), all when empty.
 Aggregate aggregate_samples(const SampledProfile& profile, const Selection& records,
-                                   PythonTimer timer);
+                            PythonTimer timer, const std::vector<std::string>& threads = {});
 
 // The filter that keeps exactly the samples of the selected intervals that `timer` keeps, for
 // report::write_collapsed / write_speedscope.

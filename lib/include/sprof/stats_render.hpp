@@ -22,6 +22,10 @@ std::vector<std::string> record_csv_fields(const store::StatsRecord& record);
 // smdebug's numeric steps as text: -1 for a start `*`, "inf" for an end `*`.
 std::string start_step_text(const store::StatsDirName& name);
 std::string end_step_text(const store::StatsDirName& name);
+// What the times of an aggregate's table are: the selection's wall time, and whose samples the
+// functions' times add up (every sampled thread's, which can exceed the wall time), one line.
+std::string aggregate_time_note(const query::Aggregate& aggregate);
+
 // list-stats --files: one row per record (stats file).
 std::string records_table(const std::vector<const store::StatsRecord*>& records, const TextStyle& style);
 // list-stats: one row per stats directory (interval), its files' profilers as one column.

@@ -30,6 +30,8 @@ struct SourceOptions {
   // Samples only (a usage error for stats files); unset: the timer record wrote the stats with.
   std::optional<PythonTimer> timer;
   bool strict = false;  // malformed, misplaced or unreadable entries are errors, not skipped
+  // Samples only: keep these threads' samples (threading name or kernel TID); empty keeps all.
+  std::vector<std::string> threads;
 };
 
 class StatsSource {
@@ -49,7 +51,8 @@ class StatsSource {
   virtual std::optional<PythonTimer> timer() const { return std::nullopt; }
 };
 
-// Errors: usage (--source samples on a directory without raw samples, a timer for stats files),
+// Errors: usage (--source samples on a directory without raw samples, a timer or threads for
+// stats files, a thread no process of the profile has),
 // bad_input (no samples to answer from, unreadable profile), and what discovery reports.
 Result<std::unique_ptr<StatsSource>> open_stats_source(const std::filesystem::path& dir,
                                                        const SourceOptions& options);

@@ -1,6 +1,8 @@
 #include "intervals/stats_builder.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <limits>
 
 namespace sprof::intervals {
@@ -135,17 +137,37 @@ void StatsBuilder::observe(ThreadState& thread, uint32_t stack, bool kept) {
   }
 }
 
-uint64_t StatsBuilder::kept_samples(const std::vector<TimeSpan>& spans, PythonTimer timer) {
-  uint64_t kept = 0;
+namespace {
+
+// A sample shows the stack at its time and stands for the time since its thread's previous
+// sample (its weight). It belongs to the interval (span) its time lies in, and counts there for
+// no more than the time since the span began: a sample taken just after a step began, by a
+// sampler that was late, says nothing of what ran in the step before (build() gives that time
+// to the previous sample's stack), and a step's functions never add up to more than the step's
+// wall time per thread.
+void for_each_in_spans(const store::SampleLog& log, const std::vector<TimeSpan>& spans,
+                       const std::function<void(const store::SampleRecord&, int64_t weight_ns)>& fn) {
   for (const TimeSpan& span : spans) {
-    log_.for_each_sample(span.begin_ns, span.end_ns, [&](const store::SampleRecord& r) {
-      if (r.stack != 0 && timer_keeps(timer, r) && !stack_info(r.stack).frames.empty()) ++kept;
+    log.for_each_sample(span.begin_ns, span.end_ns, [&](const store::SampleRecord& r) {
+      const int64_t since_begin = r.time_ns - span.begin_ns;  // span.begin_ns may be INT64_MIN
+      const bool clipped = span.begin_ns > INT64_MIN && since_begin < r.weight_ns;
+      fn(r, clipped ? since_begin : r.weight_ns);
     });
   }
+}
+
+}  // namespace
+
+uint64_t StatsBuilder::kept_samples(const std::vector<TimeSpan>& spans, PythonTimer timer) {
+  uint64_t kept = 0;
+  for_each_in_spans(log_, spans, [&](const store::SampleRecord& r, int64_t) {
+    if (r.stack != 0 && timer_keeps(timer, r) && !stack_info(r.stack).frames.empty()) ++kept;
+  });
   return kept;
 }
 
-IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTimer timer) {
+IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTimer timer,
+                                  const std::vector<uint8_t>* only) {
   for (uint32_t key : key_order_) {
     for (uint32_t edge : key_callers_[key]) {
       edge_counts_[edge] = {};
@@ -163,6 +185,7 @@ IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTime
   std::unordered_map<uint64_t, uint32_t> child_of;   // (node, function) -> node
   std::unordered_map<uint32_t, uint32_t> node_of_stack;
   std::vector<ThreadState> threads(log_.threads().size());
+  out.thread_seconds.assign(log_.threads().size(), 0.0);
 
   auto tree_node = [&](uint32_t stack, const StackInfo& info) {
     auto cached = node_of_stack.find(stack);
@@ -185,34 +208,72 @@ IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTime
     return node;
   };
 
+  // Time w of a kept sample's stack: its functions' own and total time, the call tree.
+  auto credit = [&](uint32_t stack, const StackInfo& info, double w) {
+    const size_t leaf = info.frames.size() - 1;
+    touch_key(info.keys[leaf]);
+    key_counts_[info.keys[leaf]].tt += w;
+    if (leaf > 0) {
+      touch_edge(info.edges[leaf]);
+      edge_counts_[info.edges[leaf]].tt += w;
+    }
+    for (uint32_t key : info.distinct_keys) {
+      touch_key(key);
+      key_counts_[key].ct += w;
+    }
+    for (uint32_t edge : info.distinct_edges) {
+      touch_edge(edge);
+      edge_counts_[edge].ct += w;
+    }
+    out.tree[tree_node(stack, info)].self_s += w;
+  };
+  auto selected = [&](uint32_t thread) { return only == nullptr || (thread < only->size() && (*only)[thread]); };
+  // Per thread, its last sample in the interval that the timer kept (0: none), and whether any.
+  std::vector<uint32_t> held(log_.threads().size(), 0);
+  std::vector<uint8_t> idle_held(log_.threads().size(), 0);
+
+  for_each_in_spans(log_, spans, [&](const store::SampleRecord& r, int64_t weight_ns) {
+    if (!selected(r.thread)) return;
+    if (r.thread >= threads.size()) threads.resize(r.thread + 1);
+    if (r.thread >= out.thread_seconds.size()) out.thread_seconds.resize(r.thread + 1, 0.0);
+    if (r.thread >= held.size()) held.resize(r.thread + 1, 0), idle_held.resize(r.thread + 1, 0);
+    const double w = static_cast<double>(weight_ns) / 1e9;
+    if (!r.idle()) out.cpu_seconds += w;
+    const bool kept = r.stack != 0 && timer_keeps(timer, r);
+    observe(threads[r.thread], r.stack, kept);
+    held[r.thread] = kept ? r.stack : 0;
+    idle_held[r.thread] = r.idle() ? 1 : 0;
+    if (!kept) return;
+    const StackInfo& info = stack_info(r.stack);
+    if (info.frames.empty()) return;
+    ++out.samples;
+    out.seconds += w;
+    out.thread_seconds[r.thread] += w;
+    credit(r.stack, info, w);
+  });
+
+  // A span's end falls inside each thread's next sample: the part before the end is the
+  // interval's too, and what ran then is best told by the thread's last sample in the span
+  // (the next one shows what ran after). So time is neither lost at a boundary nor given to
+  // the stack of the interval after it.
   for (const TimeSpan& span : spans) {
-    log_.for_each_sample(span.begin_ns, span.end_ns, [&](const store::SampleRecord& r) {
-      if (r.thread >= threads.size()) threads.resize(r.thread + 1);
-      const double w = static_cast<double>(r.weight_ns) / 1e9;
-      if (!r.idle()) out.cpu_seconds += w;
-      const bool kept = r.stack != 0 && timer_keeps(timer, r);
-      observe(threads[r.thread], r.stack, kept);
-      if (!kept) return;
-      const StackInfo& info = stack_info(r.stack);
+    if (span.end_ns == INT64_MAX) continue;
+    std::vector<uint8_t> done(log_.threads().size(), 0);
+    const int64_t reach = span.end_ns > INT64_MAX - store::SampleLog::kMaxSampleReachNs
+                              ? INT64_MAX
+                              : span.end_ns + store::SampleLog::kMaxSampleReachNs;
+    log_.for_each_sample(span.end_ns, reach, [&](const store::SampleRecord& r) {
+      if (!selected(r.thread) || r.thread >= held.size() || r.thread >= done.size() || done[r.thread]) return;
+      done[r.thread] = 1;
+      const int64_t from = std::max(r.time_ns - std::max<int64_t>(r.weight_ns, 0), span.begin_ns);
+      if (from >= span.end_ns || held[r.thread] == 0) return;
+      const StackInfo& info = stack_info(held[r.thread]);
       if (info.frames.empty()) return;
-      ++out.samples;
+      const double w = static_cast<double>(span.end_ns - from) / 1e9;
+      if (!idle_held[r.thread]) out.cpu_seconds += w;
       out.seconds += w;
-      const size_t leaf = info.frames.size() - 1;
-      touch_key(info.keys[leaf]);
-      key_counts_[info.keys[leaf]].tt += w;
-      if (leaf > 0) {
-        touch_edge(info.edges[leaf]);
-        edge_counts_[info.edges[leaf]].tt += w;
-      }
-      for (uint32_t key : info.distinct_keys) {
-        touch_key(key);
-        key_counts_[key].ct += w;
-      }
-      for (uint32_t edge : info.distinct_edges) {
-        touch_edge(edge);
-        edge_counts_[edge].ct += w;
-      }
-      out.tree[tree_node(r.stack, info)].self_s += w;
+      out.thread_seconds[r.thread] += w;
+      credit(held[r.thread], info, w);
     });
   }
 
@@ -246,13 +307,8 @@ IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTime
   }
   // pstats.Stats cannot load an empty dict, and smdebug's readers must see every interval: one
   // zero entry stands for "no sample kept" (pstats prints it as {sprof: no samples}).
-  if (out.table.empty()) out.table[no_samples_function()] = store::FunctionStats{};
+  if (out.table.empty()) out.table[store::no_samples_function()] = store::FunctionStats{};
   return out;
-}
-
-const store::FunctionKey& no_samples_function() {
-  static const store::FunctionKey key{"~", 0, "<sprof: no samples>"};
-  return key;
 }
 
 IntervalStats build_interval_stats(const store::ProfileSamples& profile, const ProcessInterval& interval,

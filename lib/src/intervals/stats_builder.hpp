@@ -15,8 +15,10 @@ class StatsBuilder {
  public:
   explicit StatsBuilder(const store::SampleLog& log);
 
-  // Statistics of the samples in `spans` that `timer` keeps.
-  IntervalStats build(const std::vector<TimeSpan>& spans, PythonTimer timer);
+  // Statistics of the samples in `spans` that `timer` keeps; with `threads`, only of the threads
+  // (indexes into SampleLog::threads()) it marks.
+  IntervalStats build(const std::vector<TimeSpan>& spans, PythonTimer timer,
+                      const std::vector<uint8_t>* threads = nullptr);
   // Just how many of them build() would count (IntervalStats::samples), without building.
   uint64_t kept_samples(const std::vector<TimeSpan>& spans, PythonTimer timer);
 

@@ -38,6 +38,23 @@ void Aggregate::add(const Aggregate& other) {
   total_tt = table.total_tt();
   used.insert(used.end(), other.used.begin(), other.used.end());
   unreadable.insert(unreadable.end(), other.unreadable.begin(), other.unreadable.end());
+  wall_seconds += other.wall_seconds;
+  for (const ThreadTime& t : other.threads) {
+    auto same = std::find_if(threads.begin(), threads.end(), [&](const ThreadTime& mine) {
+      return mine.pid == t.pid && mine.tid == t.tid && mine.name == t.name;
+    });
+    if (same == threads.end()) {
+      threads.push_back(t);
+    } else {
+      same->seconds += t.seconds;
+    }
+  }
+  std::stable_sort(threads.begin(), threads.end(),
+                   [](const ThreadTime& a, const ThreadTime& b) { return a.seconds > b.seconds; });
+}
+
+double record_seconds(const StatsRecord& record) {
+  return std::max(0.0, (record.name.end.time_us - record.name.start.time_us) / 1e6);
 }
 
 Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options) {
@@ -64,6 +81,7 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
         continue;
       }
       out.used.push_back(record);
+      out.wall_seconds += record_seconds(*record);
     }
   }
   out.total_calls = out.table.total_calls();

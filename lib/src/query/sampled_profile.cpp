@@ -47,23 +47,82 @@ Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline:
     record.dir_name = interval.dir_name;
     record.name = interval.name;
     record.path = dir / interval.relative_dir() / store::kCprofileStatsFile;
+    record.sampled = true;
     out.index.records.push_back(std::move(record));
   }
   return out;
 }
 
+std::string thread_name(const store::LogThread& thread, int32_t pid) {
+  if (thread.name.empty() && thread.native_tid != 0 && thread.native_tid == pid) return "MainThread";
+  return thread.name;
+}
+
+bool thread_selected(const store::LogThread& thread, int32_t pid, const std::vector<std::string>& words) {
+  if (words.empty()) return true;
+  std::string name = thread_name(thread, pid);
+  return std::any_of(words.begin(), words.end(), [&](const std::string& word) {
+    return (!name.empty() && word == name) || (thread.native_tid != 0 && word == std::to_string(thread.native_tid));
+  });
+}
+
+int32_t log_pid(const store::SampleLog& log) {
+  return log.processes().empty() ? 0 : log.processes().front().pid;
+}
+
 Aggregate aggregate_samples(const SampledProfile& profile, const Selection& records,
-                                   PythonTimer timer) {
+                            PythonTimer timer, const std::vector<std::string>& threads) {
   Aggregate out;
-  std::map<size_t, std::unique_ptr<StatsBuilder>> builders;
+  struct ProcessState {
+    std::unique_ptr<StatsBuilder> builder;
+    std::vector<uint8_t> kept;         // threads kept, when `threads` selects
+    std::vector<double> thread_seconds;
+    int32_t pid = 0;
+  };
+  std::map<size_t, ProcessState> processes;
   for (const store::StatsRecord* record : records) {
     const ProcessInterval& interval = profile.interval_of(*record);
-    auto& builder = builders[interval.process];
-    if (!builder) builder = std::make_unique<StatsBuilder>(profile.samples.processes[interval.process].log);
-    IntervalStats stats = builder->build(interval.spans, timer);
+    const store::SampleLog& log = profile.samples.processes[interval.process].log;
+    ProcessState& state = processes[interval.process];
+    if (!state.builder) {
+      state.builder = std::make_unique<StatsBuilder>(log);
+      state.pid = interval.pid;
+      for (const store::LogThread& thread : log.threads()) state.kept.push_back(thread_selected(thread, interval.pid, threads));
+    }
+    IntervalStats stats = state.builder->build(interval.spans, timer, threads.empty() ? nullptr : &state.kept);
+    if (state.thread_seconds.size() < stats.thread_seconds.size()) state.thread_seconds.resize(stats.thread_seconds.size());
+    for (size_t t = 0; t < stats.thread_seconds.size(); ++t) state.thread_seconds[t] += stats.thread_seconds[t];
     out.table.add(stats.table);
     out.used.push_back(record);
+    // The first and last intervals own the samples before and after them: their wall time is
+    // what their spans cover of the sampled life.
+    // The sampled life starts at the attach (the first sample's weight reaches back to it).
+    const int64_t life_begin =
+        log.processes().empty() || log.processes().front().attach_ns == 0
+            ? log.first_ns()
+            : std::min(log.first_ns(), log.processes().front().attach_ns);
+    for (const TimeSpan& span : interval.spans) {
+      int64_t begin = std::max(span.begin_ns, life_begin);
+      int64_t end = std::min(span.end_ns, log.last_ns());
+      if (end > begin) out.wall_seconds += static_cast<double>(end - begin) / 1e9;
+    }
   }
+  for (const auto& [process, state] : processes) {
+    const store::ProcessSamples& samples = profile.samples.processes[process];
+    for (size_t t = 0; t < state.thread_seconds.size(); ++t) {
+      if (state.thread_seconds[t] <= 0) continue;
+      ThreadTime time;
+      time.pid = state.pid;
+      if (t < samples.log.threads().size()) {
+        time.tid = samples.log.threads()[t].native_tid;
+        time.name = thread_name(samples.log.threads()[t], state.pid);
+      }
+      time.seconds = state.thread_seconds[t];
+      out.threads.push_back(std::move(time));
+    }
+  }
+  std::stable_sort(out.threads.begin(), out.threads.end(),
+                   [](const ThreadTime& a, const ThreadTime& b) { return a.seconds > b.seconds; });
   out.total_calls = out.table.total_calls();
   out.primitive_calls = out.table.primitive_calls();
   out.total_tt = out.table.total_tt();

@@ -1,6 +1,10 @@
 #include "sprof/stats_source.hpp"
 
 #include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <spdlog/spdlog.h>
 
@@ -57,12 +61,13 @@ class StatsFilesSource final : public StatsSource {
 
 class SamplesSource final : public StatsSource {
  public:
-  SamplesSource(SampledProfile profile, PythonTimer timer) : profile_(std::move(profile)), timer_(timer) {}
+  SamplesSource(SampledProfile profile, PythonTimer timer, std::vector<std::string> threads)
+      : profile_(std::move(profile)), timer_(timer), threads_(std::move(threads)) {}
   SourceKind kind() const override { return SourceKind::samples; }
   const store::ProfileIndex& index() const override { return profile_.index; }
   std::string_view what() const override { return "intervals"; }
   Result<Aggregate> aggregate(const Selection& selection) const override {
-    return aggregate_samples(profile_, selection, timer_);
+    return aggregate_samples(profile_, selection, timer_, threads_);
   }
   const SampledProfile* sampled() const override { return &profile_; }
   std::optional<PythonTimer> timer() const override { return timer_; }
@@ -70,7 +75,28 @@ class SamplesSource final : public StatsSource {
  private:
   SampledProfile profile_;
   PythonTimer timer_;
+  std::vector<std::string> threads_;
 };
+
+// Each of `words` must name a thread of some sampled process: a typo would answer "nothing".
+Status check_threads(const SampledProfile& profile, const std::vector<std::string>& words) {
+  std::set<std::string> names;
+  for (const std::string& word : words) {
+    bool found = false;
+    for (const store::ProcessSamples& process : profile.samples.processes) {
+      const int32_t pid = log_pid(process.log);
+      for (const store::LogThread& thread : process.log.threads()) {
+        found = found || thread_selected(thread, pid, {word});
+        if (!thread_name(thread, pid).empty()) names.insert(thread_name(thread, pid));
+      }
+    }
+    if (!found) {
+      return make_error(ErrorKind::usage, "--thread {}: no sampled thread has that name or TID; threads: {}",
+                        word, names.empty() ? std::string("(none named)") : fmt::format("{}", fmt::join(names, ", ")));
+    }
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -87,15 +113,16 @@ Result<std::unique_ptr<StatsSource>> open_stats_source(const fs::path& dir, cons
     if (sampled.index.records.empty()) {
       return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir.string());
     }
+    SPROF_TRY_STATUS(check_threads(sampled, options.threads));
     PythonTimer timer = options.timer.value_or(sampled.recorded_timer.value_or(PythonTimer::total_time));
     spdlog::debug("{}: answering from the raw samples: {} intervals, timer {}", dir.string(),
                   sampled.index.records.size(), intervals::to_string(timer));
-    return std::unique_ptr<StatsSource>(std::make_unique<SamplesSource>(std::move(sampled), timer));
+    return std::unique_ptr<StatsSource>(std::make_unique<SamplesSource>(std::move(sampled), timer, options.threads));
   }
-  if (options.timer) {
+  if (options.timer || !options.threads.empty()) {
     return make_error(ErrorKind::usage,
-                      "--python-timer applies to answers from raw samples; {} is answered from its stats files",
-                      dir.string());
+                      "{} applies to answers from raw samples; {} is answered from its stats files",
+                      options.timer ? "--python-timer" : "--thread", dir.string());
   }
   SPROF_TRY(store::ProfileIndex index, load_stats_index(dir, options.strict));
   return std::unique_ptr<StatsSource>(std::make_unique<StatsFilesSource>(std::move(index), options.strict));

@@ -47,7 +47,9 @@ std::vector<const FunctionEntry*> sorted_functions(const store::StatsTable& tabl
                                                    size_t limit) {
   std::vector<const FunctionEntry*> rows;
   rows.reserve(table.size());
-  for (const FunctionEntry& entry : table.entries()) rows.push_back(&entry);
+  for (const FunctionEntry& entry : table.entries()) {
+    if (entry.first != store::no_samples_function()) rows.push_back(&entry);
+  }
   auto greater = [key](const FunctionEntry* a, const FunctionEntry* b) {
     const store::FunctionStats& x = a->second;
     const store::FunctionStats& y = b->second;
@@ -62,6 +64,10 @@ std::vector<const FunctionEntry*> sorted_functions(const store::StatsTable& tabl
   std::stable_sort(rows.begin(), rows.end(), greater);
   if (limit > 0 && rows.size() > limit) rows.resize(limit);
   return rows;
+}
+
+size_t listed_function_count(const store::StatsTable& table) {
+  return table.size() - (table.find(store::no_samples_function()) != nullptr ? 1 : 0);
 }
 
 std::string func_std_string(const store::FunctionKey& key) {
@@ -83,6 +89,8 @@ std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
   if (totals.total_calls != totals.primitive_calls) {
     out += fmt::format(" ({} primitive calls)", totals.primitive_calls);
   }
+  // pstats' wording would pass sprof's counts off as counted calls.
+  if (totals.estimated) out += " (estimated from samples)";
   out += fmt::format(" in {:.3f} seconds\n\n", totals.total_tt);
   out += fmt::format("   Ordered by: {}\n", sort_description(key));
   if (rows.size() < function_count) {

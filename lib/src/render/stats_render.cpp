@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
+#include "sprof/markup.hpp"
 #include "sprof/stats_dir.hpp"
 #include "sprof/text_table.hpp"
 
@@ -89,6 +91,11 @@ std::vector<TableCell> record_cells(const store::StatsRecord& r, std::string pro
   return cells;
 }
 
+bool estimated_from_samples(const query::Aggregate& aggregate) {
+  return std::any_of(aggregate.used.begin(), aggregate.used.end(),
+                     [](const store::StatsRecord* r) { return r->sampled; });
+}
+
 }  // namespace
 
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
@@ -101,17 +108,47 @@ void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
   into["primitive_calls"] = aggregate.primitive_calls;
   into["total_tt"] = aggregate.total_tt;
   into["sort"] = order.sort;
-  into["function_count"] = aggregate.table.size();
+  into["function_count"] = listed_function_count(aggregate.table);
+  into["estimated_from_samples"] = estimated_from_samples(aggregate);
+  into["wall_seconds"] = aggregate.wall_seconds;
+  Json threads = Json::array();
+  for (const query::ThreadTime& t : aggregate.threads) {
+    threads.push_back(Json{{"pid", t.pid}, {"tid", t.tid}, {"name", t.name}, {"seconds", t.seconds}});
+  }
+  into["threads"] = std::move(threads);
   auto rows = sorted_functions(aggregate.table, parse_sort_key(order.sort),
                                order.limit);
   into["functions"] = functions_json(rows);
 }
 
+std::string aggregate_time_note(const query::Aggregate& aggregate) {
+  std::string note = fmt::format("Wall time {:.3f} s", aggregate.wall_seconds);
+  auto label = [](const query::ThreadTime& t) {
+    std::string name = t.name.empty() ? "thread" : terminal_safe(t.name);
+    return t.tid != 0 ? fmt::format("{} {}", name, t.tid) : name;
+  };
+  if (aggregate.threads.size() == 1) {
+    note += fmt::format("; the times below are one thread's: {}", label(aggregate.threads.front()));
+  } else if (aggregate.threads.size() > 1) {
+    note += fmt::format("; the times below add {} threads' samples ({:.3f} s):", aggregate.threads.size(),
+                        aggregate.total_tt);
+    constexpr size_t kShown = 4;
+    for (size_t i = 0; i < aggregate.threads.size() && i < kShown; ++i) {
+      note += fmt::format("{} {} {:.3f} s", i == 0 ? "" : ",", label(aggregate.threads[i]), aggregate.threads[i].seconds);
+    }
+    if (aggregate.threads.size() > kShown) note += fmt::format(" and {} more", aggregate.threads.size() - kShown);
+    note += " (--thread NAME for one)";
+  }
+  return note + "\n";
+}
+
 std::string aggregate_table(const query::Aggregate& aggregate, const FunctionOrder& order) {
   SortKey key = parse_sort_key(order.sort);
   auto rows = sorted_functions(aggregate.table, key, order.limit);
-  StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt};
-  return render_function_table(rows, aggregate.table.size(), totals, key);
+  if (listed_function_count(aggregate.table) == 0) return "   No function: no sample fell in the selection.\n";
+  StatsTotals totals{aggregate.total_calls, aggregate.primitive_calls, aggregate.total_tt,
+                     estimated_from_samples(aggregate)};
+  return render_function_table(rows, listed_function_count(aggregate.table), totals, key);
 }
 
 std::string aggregate_csv(const query::Aggregate& aggregate, const FunctionOrder& order,

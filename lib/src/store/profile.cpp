@@ -91,11 +91,12 @@ class Walker {
                                            profiler.path.string()));
         continue;
       }
-      scan_profiler(profiler.path, framework);
+      scan_profiler(profiler.path, framework, profiler.name);
     }
   }
 
-  void scan_profiler(const fs::path& dir, const std::string& framework) {
+  void scan_profiler(const fs::path& dir, const std::string& framework, const std::string& profiler_dir) {
+    in_profiler_dir(profiler_dir);
     for (const FileEntry& child : children(dir)) {
       if (child.kind != FileKind::directory) {
         problem(child.path, fmt::format("expected a node directory, found a file: {}",
@@ -110,6 +111,14 @@ class Walker {
       }
       scan_node(child.path, framework, child.name);
     }
+  }
+
+  // A cProfile file under pyinstrument/ holds counts that sprof record estimated from samples
+  // (a real cProfile writes under cprofile/).
+  void in_profiler_dir(const std::string& name) {
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    sampled_ = lower == kPyinstrumentName;
   }
 
   void scan_node(const fs::path& dir, const std::string& framework, const std::string& node) {
@@ -149,7 +158,8 @@ class Walker {
                             file.path.string()));
         continue;
       }
-      index_.records.push_back(StatsRecord{profiler, framework, node, dir.name, name, file.path});
+      index_.records.push_back(StatsRecord{profiler, framework, node, dir.name, name, file.path,
+                                           sampled_ && profiler == kCprofileName});
     }
     if (found == 0) {
       problem(dir.path, fmt::format("no python_stats, python_stats.json or python_stats.html in {}",
@@ -160,6 +170,7 @@ class Walker {
  private:
   ProfileIndex& index_;
   const ProfileFiles& files_;
+  bool sampled_ = false;
 };
 
 // Which level of the layout `dir` is, judged from what it contains.
@@ -229,9 +240,10 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
     case ProfileLevel::framework: walker.scan_framework(dir, name_of(absolute)); break;
     case ProfileLevel::profiler:
       // smdebug: framework = os.path.basename(os.path.dirname(local_profile_dir)).
-      walker.scan_profiler(dir, name_of(absolute.parent_path()));
+      walker.scan_profiler(dir, name_of(absolute.parent_path()), name_of(absolute));
       break;
     case ProfileLevel::node:
+      walker.in_profiler_dir(name_of(absolute.parent_path()));
       walker.scan_node(dir, name_of(absolute.parent_path().parent_path()), name_of(absolute));
       break;
   }

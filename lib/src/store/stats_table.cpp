@@ -21,6 +21,11 @@ uint64_t hash_function_key(std::string_view file, int64_t line, std::string_view
   return combine_key_hash(hash_text(file), line, hash_text(name));
 }
 
+const FunctionKey& no_samples_function() {
+  static const FunctionKey key{"~", 0, "<sprof: no samples>"};
+  return key;
+}
+
 size_t FunctionKeyHash::operator()(const FunctionKey& key) const noexcept {
   return hash_function_key(key.file, key.line, key.name);
 }
