@@ -12,7 +12,7 @@
 # tests/layering checks the trees: every stage compiles its allowed headers and none other.
 
 sprof_stage(common
-  HEADERS clock markup modes result version)
+  HEADERS clock demangle markup modes result version)
 sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common

@@ -66,6 +66,21 @@ def python_for(minor):
     return None
 
 
+def cxx_demangled(names):
+    """Each name as the toolchains' demanglers print it: mangled C++ names ("_Z...") through binutils'
+    c++filt, and those it leaves alone (some long cutlass kernel names) through LLVM's
+    llvm-cxxfilt, as sprof demangles; other names as they are."""
+    out = {n: n for n in names}
+    for tool in (["c++filt"], sorted(glob.glob("/usr/lib/llvm-*/bin/llvm-cxxfilt"))[-1:]):
+        mangled = sorted(n for n in out if out[n].startswith("_Z"))
+        if not mangled or not tool:
+            continue
+        proc = subprocess.run(tool, input="\n".join(out[n] for n in mangled) + "\n", capture_output=True, text=True,
+                              check=True)
+        out.update(zip(mangled, proc.stdout.splitlines()))
+    return out
+
+
 def run_sprof(*args, check=None, timeout=600, env=None, **kwargs):
     """Run the sprof binary; returns CompletedProcess with text stdout/stderr.
     check: expected exit code (asserted) or None."""

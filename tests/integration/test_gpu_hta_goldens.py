@@ -13,7 +13,7 @@ import os
 import subprocess
 import unittest
 
-from sprof_testlib import SOURCE_DIR, SPROF_BIN
+from sprof_testlib import SOURCE_DIR, SPROF_BIN, cxx_demangled
 
 GOLDENS = os.path.join(SOURCE_DIR, "tests", "golden", "hta")
 TRACES = os.path.join(SOURCE_DIR, "third_party", "kineto-traces")
@@ -92,13 +92,17 @@ class GpuViewsAgreeWithHta(unittest.TestCase):
             copies = {r["operation"]: r for r in sprof(trace, "memcpy", flags)}
             want = hta["gpu_kernel_breakdown"]["kernels"]
             self.assertEqual(len(want), len(kernels) + len(copies), name)
+            # HTA keeps kineto's names; sprof shows mangled ones (cutlass's) demangled, as binutils
+            # would print them.
+            readable = cxx_demangled([w["name"] for w in want])
             for w in want:
-                got = (copies if w["kernel_type"] == "MEMORY" else kernels)[w["name"]]
+                got = (copies if w["kernel_type"] == "MEMORY" else kernels)[readable[w["name"]]]
                 self.close(got["total_us"], w["sum (us)"], f"{name} {w['name'][:40]} total")
                 self.close(got["avg_us"], w["mean (us)"], f"{name} {w['name'][:40]} mean")
                 self.close(got["min_us"], w["min (us)"], f"{name} {w['name'][:40]} min")
                 self.close(got["max_us"], w["max (us)"], f"{name} {w['name'][:40]} max")
                 self.close(got["stddev_us"], w["stddev"], f"{name} {w['name'][:40]} stddev")
+
 
 
 if __name__ == "__main__":

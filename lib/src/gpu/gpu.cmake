@@ -26,12 +26,14 @@ if(SPROF_CUPTI_INCLUDE_DIR)
                                  ${injection}/record_converter.cpp
                                  ${injection}/activity_file_writer.cpp
                                  # the GPU activity file's chunk checksum (store's header-only format uses it)
-                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/store/crc32.cpp)
+                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/store/crc32.cpp
+                                 # kernel names, demangled as everywhere else
+                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/common/demangle.cpp)
   # The gpu stage's include tree (its own headers and store's private ones) and CUPTI's; nothing
   # of libsprof is linked.
   target_include_directories(sprof_cupti PRIVATE ${SPROF_STAGE_TREES}/gpu)
   target_include_directories(sprof_cupti SYSTEM PRIVATE ${SPROF_CUPTI_INCLUDE_DIR})
-  target_link_libraries(sprof_cupti PRIVATE sprof_build_flags Threads::Threads ${CMAKE_DL_LIBS})
+  target_link_libraries(sprof_cupti PRIVATE sprof_build_flags Threads::Threads sprof_llvm_demangle ${CMAKE_DL_LIBS})
   set_target_properties(sprof_cupti PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_compile_definitions(sprof_stage_gpu PRIVATE SPROF_CUPTI_LIBRARY_NAME="$<TARGET_FILE_NAME:sprof_cupti>")
   add_dependencies(sprof sprof_cupti)

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include "sprof/demangle.hpp"
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
 #include "sprof/profile_files.hpp"
@@ -246,7 +247,9 @@ class TraceBuilder {
       case Category::memset: {
         GpuOp op;
         op.kind = category == Category::kernel ? GpuOpKind::kernel : category == Category::memcpy ? GpuOpKind::memcpy : GpuOpKind::memset;
-        op.name = trace_.intern(name);
+        // kineto keeps some kernels' mangled names (cutlass's): shown demangled, as CUPTI's are.
+        op.name = category == Category::kernel && is_mangled_symbol(name) ? trace_.intern(demangled_symbol(name))
+                                                                         : trace_.intern(name);
         op.device = int32_t(std::clamp<int64_t>(args.device.value_or(pid), INT32_MIN, INT32_MAX));
         op.context = args.context.value_or(0);
         op.stream = args.stream.value_or(tid);

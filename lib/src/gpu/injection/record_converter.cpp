@@ -1,11 +1,10 @@
 #include "gpu/injection/record_converter.hpp"
 
-#include <cxxabi.h>
-
 #include <cstddef>
 #include <cstdlib>
 
 #include "gpu/injection/clocks.hpp"
+#include "sprof/demangle.hpp"
 #include "store/crc32.hpp"
 
 namespace sprof::gpu::injection {
@@ -229,13 +228,7 @@ const std::string& RecordConverter::kernel_name(const char* mangled) {
   auto it = kernel_names_.find(key);
   if (it != kernel_names_.end()) return it->second;
   if (kernel_names_.size() >= kMaxCachedNames) kernel_names_.clear();
-  std::string text = key;
-  int status = 0;
-  // Not a mangled name (extern "C" kernels, Triton's) or not demangleable: kept as it is.
-  if (char* demangled = abi::__cxa_demangle(key.c_str(), nullptr, nullptr, &status); demangled != nullptr) {
-    if (status == 0) text = demangled;
-    std::free(demangled);
-  }
+  std::string text = demangled_symbol(key);
   return kernel_names_.emplace(std::move(key), std::move(text)).first->second;
 }
 
