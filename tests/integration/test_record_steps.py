@@ -374,6 +374,48 @@ class StepFnTest(StepsTestCase):
         self.assertIn("steps: 5 train (python, from step-fn)", err)
         self.check_inferred(out, log, target.pid, 5)
 
+    def test_attach_marks_partial_steps(self):
+        # A process that trains on while sprof attaches for 1.3 s and detaches: analyze names its
+        # command line, says it still runs, and leaves out of the step figures exactly the steps
+        # the window cut (by the job's own clock), naming them as partial.
+        script = self.write("long_steps.py", STEP_FN_LOOP.replace("busy(0.1)", "busy(0.4)")
+                            .replace("time.sleep(0.1)", "time.sleep(0.02)"))
+        log = os.path.join(self.tmp, "steps.jsonl")
+        target = subprocess.Popen([DEBIAN_PYTHON, script, log, "40"])
+        self.addCleanup(target.kill)
+        time.sleep(0.5)
+        out = os.path.join(self.tmp, "p")
+        run_sprof("-q", "record", "--pid", str(target.pid), "--rate", "200", "--step-fn", "train_step", "-d", "1.3",
+                  "-o", out, check=0)
+        self.assertIsNone(target.poll(), "the process runs on after sprof detached")
+        time.sleep(0.6)  # the step under way at the detach ends and is logged
+        m = manifest(out)
+        self.assertTrue(m["exit"]["running"])
+        doc = json.loads(run_sprof("analyze", out, "--json", check=0).stdout)
+        self.assertEqual(doc["job"]["state"], "running")
+        self.assertEqual(doc["job"]["mode"], "attach")
+        self.assertEqual(doc["job"]["command"], [DEBIAN_PYTHON, script, log, "40"])
+        text = run_sprof("analyze", out, check=0).stdout
+        self.assertIn("running: sprof attached to pid %d and detached; the process ran on" % target.pid, text)
+        self.assertIn(" ".join([DEBIAN_PYTHON, script]), text)
+
+        process = [p for p in m["processes"] if p["pid"] == target.pid][0]
+        attach, detach = process["attach_ns"], process["detach_ns"]
+        with open(log) as f:
+            truth = [json.loads(line) for line in f]
+        cut = [s for s in truth if s["begin"] < attach < s["end"] or s["begin"] < detach < s["end"]]
+        self.assertTrue(cut, "the 1.3 s window cuts the 0.42 s steps at one end at least")
+        to_ns = lambda us: us * 1000 - m["clock"]["realtime_ns"] + m["clock"]["monotonic_ns"]
+        partial = doc["steps"]["partial"]
+        slack = 2e9 / 200 + 2e6  # two sampling periods, and the clocks' microseconds
+        for s in cut:  # each step the window cut is partial
+            self.assertTrue(any(abs(to_ns(p["start_us"]) - max(s["begin"], attach)) < slack for p in partial), (s, partial))
+        for p in partial:  # and a partial one starts at the attach or ends at the detach
+            self.assertTrue(abs(to_ns(p["start_us"]) - attach) < slack or abs(to_ns(p["end_us"]) - detach) < slack, p)
+        counted = sum(mode["count"] for mode in doc["steps"]["modes"])
+        self.assertEqual(counted + len(partial), m["steps"]["steps"]["train"])
+        self.assertIn("partial step", text)
+
     def test_step_fn_that_never_runs(self):
         script = self.write("loop.py", STEP_FN_LOOP)
         out = os.path.join(self.tmp, "p")

@@ -36,6 +36,10 @@ struct JobProcess {
   std::vector<std::string> cmdline;
   uint64_t samples = 0;
   std::string error;
+  // "main" (the command, or the process given to --pid), "DataLoader worker" (it ran
+  // torch.utils.data's _worker_loop), "worker" (a child running its parent's command: a
+  // multiprocessing pool's), or "child" (another program it started).
+  std::string role;
 };
 
 // A machine of the job and the processes recorded on it. smdebug names a process's node
@@ -49,8 +53,10 @@ struct JobMachine {
 
 struct JobSummary {
   bool has_manifest = false;          // sprof.json present (a sprof profile)
-  std::vector<std::string> command;   // launch: the command line
-  std::string state;                  // "complete", "recording" (cut short)
+  std::vector<std::string> command;   // launch: the command line; attach: the process's
+  std::string state;                  // "complete", "recording" (cut short), "running" (attach, detached)
+  std::string mode;                   // "launch" | "attach" (sprof profiles)
+  int64_t target_pid = 0;             // attach: the process given to --pid
   std::optional<int> exit_status;
   int64_t start_us = 0;               // epoch µs; manifest, else the earliest metric/event
   int64_t end_us = 0;
@@ -164,6 +170,9 @@ struct AnalyzeReport {
   std::vector<StepModeStats> step_stats;
   std::vector<StepRecord> slowest_steps;
   std::vector<StepRecord> steps;  // every step, in the order found (no functions); not in the text or JSON page
+  // attach: steps cut by the recording window (under way at the attach or at the detach), left
+  // out of every step figure.
+  std::vector<StepRecord> partial_steps;
   std::string steps_note;
 
   // Training-loop iterations per mode (input wait + step), the training loop's first; the headline

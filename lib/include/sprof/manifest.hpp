@@ -92,6 +92,8 @@ struct Manifest {
   SamplingHealth health;
   std::optional<int> exit_status;  // the launched command's exit status (128+N for signal N)
   std::optional<int> exit_signal;
+  // attach: whether the process still ran when sampling stopped (sprof detached from it).
+  std::optional<bool> running_at_end;
   std::vector<std::string> errors;
 
   // Sections other stages add (bootstrap, sysmon, ...): top-level key -> JSON text.

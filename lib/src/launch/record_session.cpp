@@ -604,6 +604,7 @@ Result<RecordResult> RecordSession::finish() {
   h.sampler_cpu_s = double(std::max<int64_t>(thread_cpu_ns() - session_cpu_start_ns_ - hooks_cpu_ns, 0)) / 1e9;
   h.process_cpu_s = cpu_seconds();
   manifest_.state = "complete";
+  if (manifest_.mode == "attach" && !tracked_.empty()) manifest_.running_at_end = is_running(tracked_.front()->pid);
 
   for (size_t i = 0; i < hooks_.size(); ++i) {
     int64_t cpu_before = thread_cpu_ns(), wall_before = monotonic_ns();

@@ -33,6 +33,8 @@ Json job_json(const JobSummary& job) {
   j["source"] = job.has_manifest ? "sprof" : "smdebug";
   j["command"] = job.command;
   j["state"] = job.state.empty() ? Json(nullptr) : Json(job.state);
+  j["mode"] = job.mode.empty() ? Json(nullptr) : Json(job.mode);
+  j["target_pid"] = job.mode == "attach" ? Json(job.target_pid) : Json(nullptr);
   j["exit_status"] = job.exit_status ? Json(*job.exit_status) : Json(nullptr);
   j["start_us"] = job.start_us;
   j["end_us"] = job.end_us;
@@ -53,7 +55,8 @@ Json job_json(const JobSummary& job) {
                          {"python_version", p.python_version},
                          {"cmdline", p.cmdline},
                          {"samples", p.samples},
-                         {"error", p.error.empty() ? Json(nullptr) : Json(p.error)}});
+                         {"error", p.error.empty() ? Json(nullptr) : Json(p.error)},
+                         {"role", p.role.empty() ? Json(nullptr) : Json(p.role)}});
   }
   j["processes"] = std::move(processes);
   return j;
@@ -108,9 +111,12 @@ std::string analyze_json(const AnalyzeReport& r) {
   }
   Json slowest = Json::array();
   for (const auto& s : r.slowest_steps) slowest.push_back(step_json(s, r.has_samples));
+  Json partial = Json::array();
+  for (const auto& s : r.partial_steps) partial.push_back(step_json(s, false));
   out["steps"] = {{"outlier_stddev", r.outlier_stddev},
                   {"modes", std::move(modes)},
                   {"slowest", std::move(slowest)},
+                  {"partial", std::move(partial)},
                   {"note", note_or_null(r.steps_note)}};
   Json iteration_modes = Json::array();
   auto spread_json = [](const rules::Spread& x) {

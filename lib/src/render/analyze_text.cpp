@@ -76,6 +76,10 @@ void render_job(std::string& out, const report::AnalyzeReport& r, bool color, si
   if (!job.state.empty()) {
     std::string state = job.state;
     if (job.exit_status) state += fmt::format(", exit status {}", *job.exit_status);
+    if (job.mode == "attach") {
+      state += job.state == "running" ? fmt::format(": sprof attached to pid {} and detached; the process ran on", job.target_pid)
+                                      : fmt::format(" (sprof attached to pid {})", job.target_pid);
+    }
     facts.add_row({{"state", ""}, {state, ""}});
   }
   if (job.end_us > job.start_us) {
@@ -124,15 +128,21 @@ void render_job(std::string& out, const report::AnalyzeReport& r, bool color, si
   std::string table = facts.render(false, width);
   out += indent(table.substr(table.find('\n') + 1));  // no header row
   if (!job.processes.empty()) {
-    TextTable procs({"PID", "PPID", "PYTHON", "SAMPLES", "COMMAND"});
+    // A ROLE column once there are several (workers, children).
+    const bool roles = job.processes.size() > 1;
+    std::vector<std::string> header{"PID", "PPID", "PYTHON", "SAMPLES", "COMMAND"};
+    if (roles) header.insert(header.begin() + 2, "ROLE");
+    TextTable procs(header);
     for (const auto& p : job.processes) {
       std::string cmd = fmt::format("{}", fmt::join(p.cmdline, " "));
       if (!p.error.empty()) cmd += "  [" + p.error + "]";
-      procs.add_row({{std::to_string(p.pid), ""},
-                     {std::to_string(p.ppid), ""},
-                     {p.python_version.empty() ? "-" : p.python_version, ""},
-                     {std::to_string(p.samples), ""},
-                     {cmd, ""}});
+      std::vector<TableCell> row{{std::to_string(p.pid), ""},
+                                 {std::to_string(p.ppid), ""},
+                                 {p.python_version.empty() ? "-" : p.python_version, ""},
+                                 {std::to_string(p.samples), ""},
+                                 {cmd, ""}};
+      if (roles) row.insert(row.begin() + 2, TableCell{p.role.empty() ? "-" : p.role, ""});
+      procs.add_row(std::move(row));
     }
     out += "\n" + indent(procs.render(color, width > 2 ? width - 2 : 0));
   }
@@ -226,8 +236,14 @@ void render_iterations(std::string& out, const report::AnalyzeReport& r, bool co
 
 void render_steps(std::string& out, const report::AnalyzeReport& r, bool color, size_t width) {
   heading(out, color, fmt::format("STEP TIMES (outliers: duration > mean + {}·std, as StepOutlier)", r.outlier_stddev));
+  if (!r.partial_steps.empty()) {
+    std::vector<std::string> cut;
+    for (const auto& s : r.partial_steps) cut.push_back(fmt::format("{} step {} ({})", s.mode, s.step, seconds_text(s.seconds())));
+    out += fmt::format("  {} partial step{} left out, cut by the attach window: {}\n", r.partial_steps.size(),
+                       r.partial_steps.size() == 1 ? "" : "s", fmt::join(cut, ", "));
+  }
   if (r.step_stats.empty()) {
-    out += "  (" + r.steps_note + ")\n";
+    out += "  (" + (r.steps_note.empty() ? std::string("no whole step in the attach window") : r.steps_note) + ")\n";
     return;
   }
   TextTable t({"PROCESS", "MODE", "COUNT", "MEAN", "P50", "P95", "MAX", "OUTLIERS"});

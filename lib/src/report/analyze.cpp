@@ -70,6 +70,22 @@ std::vector<JobMachine> job_machines(const std::set<std::string>& system_nodes, 
   return out;
 }
 
+std::string process_role(const store::ProfileSamples& samples, const store::ManifestProcess& p) {
+  const store::Manifest& m = *samples.manifest;
+  const store::ManifestProcess* parent = nullptr;
+  for (const auto& q : m.processes) {
+    if (q.pid == p.ppid) parent = &q;
+  }
+  if (parent == nullptr || p.pid == m.target_pid) return "main";
+  for (const auto& s : samples.processes) {
+    if (s.log.pid() != p.pid) continue;
+    for (const store::LogFunction& f : s.log.functions()) {
+      if (f.name == "_worker_loop" && f.file.ends_with("torch/utils/data/_utils/worker.py")) return "DataLoader worker";
+    }
+  }
+  return p.cmdline == parent->cmdline ? "worker" : "child";
+}
+
 void fill_job(const store::ProfileSamples* samples, const std::vector<store::SystemMetric>& system,
               const std::vector<store::TraceEvent>& framework, const std::map<std::string, std::string>& system_hosts,
               JobSummary& job) {
@@ -93,7 +109,16 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
     job.has_manifest = true;
     job.command = m.command;
     job.state = m.state;
+    job.mode = m.mode;
+    job.target_pid = m.target_pid;
     job.exit_status = m.exit_status;
+    if (m.mode == "attach") {
+      for (const auto& p : m.processes) {
+        if (p.pid == m.target_pid && job.command.empty()) job.command = p.cmdline;
+      }
+      // The recording is complete; the process is not, when sprof detached from a live one.
+      if (m.state == "complete" && m.running_at_end.value_or(false)) job.state = "running";
+    }
     for (const auto& p : samples->processes) {
       if (p.log.sample_count() == 0) continue;
       widen(m.to_epoch_us(p.log.first_ns()));
@@ -104,7 +129,7 @@ void fill_job(const store::ProfileSamples* samples, const std::vector<store::Sys
     if (m.end_ns != 0) last = m.to_epoch_us(m.end_ns);
     for (const auto& p : m.processes) {
       if (!p.node_id.empty()) process_nodes.insert(p.node_id);
-      JobProcess jp{p.pid, p.ppid, p.python_version, p.cmdline, p.samples, p.error};
+      JobProcess jp{p.pid, p.ppid, p.python_version, p.cmdline, p.samples, p.error, process_role(*samples, p)};
       if (!p.python_version.empty()) versions.insert(p.python_version);
       job.processes.push_back(std::move(jp));
     }
@@ -184,6 +209,28 @@ Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const st
   return steps;
 }
 
+// An attached process was in the middle of a step when sprof attached, and may be when it detached:
+// a step that starts at the first samples or ends at the last (within two sampling periods, the
+// sampler's resolution) is only the part of a step the window saw. Removed from `steps`.
+std::vector<StepRecord> take_partial_steps(const store::Manifest& m, std::vector<StepRecord>& steps) {
+  const int64_t slack_us = m.rate_hz > 0 ? static_cast<int64_t>(2e6 / m.rate_hz) : 20'000;
+  std::vector<StepRecord> partial;
+  std::vector<StepRecord> whole;
+  for (StepRecord& s : steps) {
+    bool cut = false;
+    for (const auto& p : m.processes) {
+      if (p.pid != s.pid || p.attach_ns == 0) continue;
+      cut = s.start_us <= m.to_epoch_us(p.attach_ns) + slack_us;
+      if (p.detach_ns != 0 && (m.running_at_end.value_or(false) || p.pid != m.target_pid)) {
+        cut = cut || s.end_us >= m.to_epoch_us(p.detach_ns) - slack_us;
+      }
+    }
+    (cut ? partial : whole).push_back(std::move(s));
+  }
+  steps = std::move(whole);
+  return partial;
+}
+
 }  // namespace
 
 Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
@@ -225,6 +272,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
       spdlog::warn("{}", report.warnings.back());
     }
   }
+  if (manifest != nullptr && manifest->mode == "attach") report.partial_steps = take_partial_steps(*manifest, steps);
   report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
   summarize_iterations(steps, trace.events, samples ? &*samples : nullptr, options.phase_functions, report);
   report.steps = steps;

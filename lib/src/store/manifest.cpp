@@ -132,6 +132,7 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
                  {"process_cpu_s", h.process_cpu_s}};
   j["exit"] = {{"status", m.exit_status ? ordered_json(*m.exit_status) : ordered_json()},
                {"signal", m.exit_signal ? ordered_json(*m.exit_signal) : ordered_json()}};
+  if (m.running_at_end) j["exit"]["running"] = *m.running_at_end;
   j["errors"] = m.errors;
   for (const auto& [key, text] : m.extra) {
     auto value = ordered_json::parse(text, nullptr, false);
@@ -235,6 +236,7 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
         get_if(*e, "signal", value);
         m.exit_signal = value;
       }
+      if (auto r = e->find("running"); r != e->end() && r->is_boolean()) m.running_at_end = r->get<bool>();
     }
     get_if(j, "errors", m.errors);
     static const std::set<std::string> known = {
