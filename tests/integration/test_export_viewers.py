@@ -29,13 +29,24 @@ PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
 SVG = "{http://www.w3.org/2000/svg}"
 
 
+def fold_import_machinery(frames):
+    """The SVG's rule (man page, export): each run of importlib's frames drawn as one frame."""
+    out = []
+    for frame in frames:
+        machinery = " (<frozen importlib._bootstrap" in frame
+        if machinery and out and out[-1] == "[import machinery]":
+            continue
+        out.append("[import machinery]" if machinery else frame)
+    return tuple(out)
+
+
 def collapsed_tree(text):
-    """{path tuple: samples} for every prefix of every folded stack."""
+    """{path tuple: samples} for every prefix of every folded stack, import machinery folded."""
     tree = collections.Counter()
     total = 0
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
-        frames = tuple(stack.split(";"))
+        frames = fold_import_machinery(stack.split(";"))
         total += int(count)
         for depth in range(1, len(frames) + 1):
             tree[frames[:depth]] += int(count)

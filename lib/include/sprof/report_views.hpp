@@ -20,7 +20,7 @@ struct FlameNode {
 };
 
 struct FlameView {
-  std::string id;     // "all", "idle", "mode:TRAIN", "phase:training_loop", "step:<pid>:<mode>:<n>"
+  std::string id;     // "all", "other", "process:<pid>", "mode:TRAIN", "phase:training_loop", "step:<pid>:<mode>:<n>"
   std::string label;  // for the page's list
   uint64_t samples = 0;
   FlameNode root;
@@ -39,10 +39,32 @@ struct SystemTimeline {
   std::vector<TimeSeries> series;
 };
 
+// The timeline panel: rows of spans over the job's time (seconds since its start).
+struct TimelineSegment {
+  double start_s = 0;
+  double end_s = 0;
+  uint32_t name = 0;  // index into Timeline::names: the leaf function, or the GPU op
+  bool idle = false;  // a thread's sample taken while it was off-CPU
+};
+
+struct TimelineRow {
+  std::string label;  // "pid 123 MainThread", "GPU 0 stream 7"
+  int32_t pid = 0;    // the thread's process (0 for GPU rows)
+  bool gpu = false;
+  std::vector<TimelineSegment> segments;  // by start, disjoint
+};
+
+struct Timeline {
+  std::vector<std::string> names;
+  std::vector<TimelineRow> rows;  // threads by process, then GPU streams
+  std::string note;               // what was merged to keep the page small
+};
+
 struct ReportViewOptions {
   size_t max_step_views = 1000;  // flame graphs of the longest steps beyond this are left out
   double min_share = 0.001;      // frames under this share of their view are pruned
   size_t max_points = 2000;      // per system series (averaged down to this)
+  size_t max_timeline_segments = 40000;
 };
 
 struct ReportViews {
@@ -55,6 +77,7 @@ struct ReportViews {
   std::string flames_note;    // why there are none, or what was left out
   std::vector<SystemTimeline> system;
   std::string system_note;
+  Timeline timeline;
 };
 
 // Reads the samples and system metrics of `report.dir` again (analyze keeps only summaries).

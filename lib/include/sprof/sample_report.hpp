@@ -78,6 +78,14 @@ struct FoldedStack {
 };
 std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const SampleFilter& filter);
 
+// For pictures (the report's flame graphs, export's SVG): each run of consecutive frames of
+// Python's import machinery (importlib's <frozen importlib._bootstrap...> files) becomes one frame,
+// kImportFrame, so that the import chains of `import torch` (~57 frames deep) take a few rows
+// and the rows that matter are not pushed off the chart; the imported modules' frames stay.
+// Collapsed stacks and speedscope keep every frame.
+inline constexpr const char* kImportFrame = "[import machinery]";
+std::vector<std::string> fold_import_machinery(const std::vector<std::string>& frames);
+
 // One line per distinct stack, root first: "name (file:line);... count". With more than one
 // process in the output, each stack starts with a `process PID:"command"` frame, as py-spy's.
 // Lines sorted by count (descending), then text. Returns the number of samples written.

@@ -29,6 +29,23 @@ ordered_json flame_json(const report::FlameNode& n) {
   return j;
 }
 
+// Rows of flat [start_s, end_s, name, idle, ...] quadruples, times to the microsecond: compact
+// for the tens of thousands of spans a long run has.
+ordered_json timeline_json(const report::Timeline& timeline) {
+  ordered_json rows = ordered_json::array();
+  for (const auto& row : timeline.rows) {
+    ordered_json spans = ordered_json::array();
+    for (const auto& s : row.segments) {
+      spans.push_back(std::round(s.start_s * 1e6) / 1e6);
+      spans.push_back(std::round(s.end_s * 1e6) / 1e6);
+      spans.push_back(s.name);
+      spans.push_back(s.idle ? 1 : 0);
+    }
+    rows.push_back({{"label", row.label}, {"pid", row.pid}, {"gpu", row.gpu}, {"spans", std::move(spans)}});
+  }
+  return {{"names", timeline.names}, {"rows", std::move(rows)}, {"note", timeline.note}};
+}
+
 ordered_json data_json(const report::AnalyzeReport& report, const report::ReportViews& views) {
   ordered_json d;
   d["analyze"] = ordered_json::parse(analyze_json(report));
@@ -75,6 +92,7 @@ ordered_json data_json(const report::AnalyzeReport& report, const report::Report
   }
   d["system"] = std::move(system);
   d["system_note"] = views.system_note;
+  d["timeline"] = timeline_json(views.timeline);
   return d;
 }
 
@@ -130,17 +148,20 @@ std::string analyze_html(const report::AnalyzeReport& report, const report::Repo
   out += assets::uplot_js;
   out += "\n</script>\n</head>\n<body>\n<h1>";
   append_markup_escaped(out, title);
-  out += "</h1>\n<nav><a href=\"#job\">Job</a><a href=\"#steps\">Steps</a><a href=\"#system\">System</a>"
-         "<a href=\"#flame\">Flame graph</a><a href=\"#functions\">Functions</a><a href=\"#phases\">Phases</a>"
-         "<a href=\"#rules\">Rules</a><a href=\"#gpu\">GPU</a></nav>\n"
-         "<section id=\"job\"><h2>Job</h2></section>\n"
+  // The verdict first, then the training loop's flame graph the page opens on, then the rest.
+  out += "</h1>\n<nav><a href=\"#verdict\">Verdict</a><a href=\"#flame\">Flame graph</a><a href=\"#timeline\">Timeline</a>"
+         "<a href=\"#steps\">Steps</a><a href=\"#system\">System</a><a href=\"#functions\">Functions</a>"
+         "<a href=\"#phases\">Phases</a><a href=\"#rules\">Rules</a><a href=\"#gpu\">GPU</a><a href=\"#job\">Job</a></nav>\n"
+         "<section id=\"verdict\"><h2>Verdict</h2></section>\n"
+         "<section id=\"flame\"><h2>Flame graph</h2></section>\n"
+         "<section id=\"timeline\"><h2>Timeline</h2></section>\n"
          "<section id=\"steps\"><h2>Step times</h2></section>\n"
          "<section id=\"system\"><h2>System</h2></section>\n"
-         "<section id=\"flame\"><h2>Flame graph</h2></section>\n"
          "<section id=\"functions\"><h2>Top functions</h2></section>\n"
          "<section id=\"phases\"><h2>Job phases</h2></section>\n"
          "<section id=\"rules\"><h2>Rules</h2></section>\n"
          "<section id=\"gpu\"><h2>GPU</h2></section>\n"
+         "<section id=\"job\"><h2>Job</h2></section>\n"
          "<script type=\"application/json\" id=\"sprof-data\">";
   out += json_script_safe(data_json(report, views).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   out += "</script>\n<script>\n";

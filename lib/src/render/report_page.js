@@ -38,11 +38,96 @@
     return s < 1 ? (s * 1000).toFixed(1) + " ms" : s.toFixed(3) + " s";
   }
   function pct(x) { return (100 * x).toFixed(1) + " %"; }
+  // Axis ticks that differ where the values do: a step-time axis of 1-2 ms reads 1.0 ms, 1.5 ms.
+  function secondsTick(s) {
+    if (s === null || s === undefined) return "";
+    var a = Math.abs(s);
+    if (a === 0) return "0";
+    if (a < 1e-3) return +(s * 1e6).toPrecision(3) + " µs";
+    if (a < 1) return +(s * 1e3).toPrecision(3) + " ms";
+    return +s.toPrecision(3) + " s";
+  }
+  function unitTick(unit) {
+    return function (v) {
+      if (v === null || v === undefined) return "";
+      if (unit === "%") return +v.toPrecision(3) + " %";
+      var a = Math.abs(v), prefixes = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+      for (var i = 0; i < prefixes.length; ++i) {
+        if (a >= prefixes[i][0]) return +(v / prefixes[i][0]).toPrecision(3) + " " + prefixes[i][1] + (unit || "");
+      }
+      return +v.toPrecision(3) + (unit ? " " + unit : "");
+    };
+  }
+  // Every chart over time shares the job's time axis, so that a step lines up with its metrics.
+  var JOB_S = Math.max(A.job.duration_s || 0, 1e-3);
+  function timeAxes(yLabel, yTick) {
+    return [{ label: "seconds since the job started", values: function (u, splits) { return splits.map(function (v) { return +v.toPrecision(4) + " s"; }); } },
+            { label: yLabel, size: 80, values: function (u, splits) { return splits.map(yTick); } }];
+  }
+  function timeSeries() { return { label: "time", value: function (u, v) { return v === null || v === undefined ? "--" : v.toFixed(3) + " s"; } }; }
+  function timeScales() { return { x: { time: false, range: [0, JOB_S] } }; }
   function section(id) { return document.getElementById(id); }
   // smdebug names a machine's system metrics algo-<n>; the job's machines say which host that is.
   var MACHINE_OF = {};
   (A.job.machines || []).forEach(function (m) { if (m.system_node) MACHINE_OF[m.system_node] = m.host; });
   function machineOf(node) { return MACHINE_OF[node] || node; }
+
+  var PROCESS_BY_PID = {};
+  (A.job.processes || []).forEach(function (p) { PROCESS_BY_PID[p.pid] = p; });
+  function processLabel(pid) {
+    var p = PROCESS_BY_PID[pid];
+    return "pid " + pid + (p && p.role && p.role !== "main" ? " (" + p.role + ")" : "");
+  }
+
+  // Verdict: the biggest findings of the analysis with their numbers, largest share first (as
+  // TensorBoard's overview opens on "input-bound X %"), then what the rules found.
+  var VERDICT = [];
+  (function () {
+    var box = section("verdict"), findings = [];
+    var loop = (A.iterations.modes || [])[0];
+    if (loop) {
+      findings.push({ id: "input", share: loop.input_wait_share,
+                      text: "Input wait: " + pct(loop.input_wait_share) + " of the " + loop.mode + " loop's " + loop.iterations +
+                            " iterations" + (loop.dataloader_s > 0 ? " (" + pct(loop.dataloader_share) + " in DataLoader fetches)" : "") +
+                            (loop.verdict ? ": " + loop.verdict : "") });
+    } else {
+      findings.push({ id: "input", share: -1, text: "Input wait: not measured (" + (A.steps.note || "no training loop found") + ")" });
+    }
+    var g = A.gpu;
+    if (g && g.present && g.devices && g.devices.length) {
+      var worst = g.devices.slice().sort(function (a, b) { return b.idle_share - a.idle_share; })[0];
+      findings.push({ id: "gpu", share: worst.idle_share,
+                      text: "GPU idle: " + pct(worst.idle_share) + " of device " + worst.device + (worst.name ? " (" + worst.name + ")" : "") +
+                            "'s " + seconds(worst.span_s) + "; computing " + pct(worst.compute_share) });
+    } else {
+      findings.push({ id: "gpu", share: -2, text: "GPU: " + (g && g.note ? g.note : "no GPU activity") });
+    }
+    // The hottest function of the training loop (the whole run's is `import torch`'s machinery in
+    // a torch job), of the whole run when there is no loop: its own time against the loop's wall time.
+    var loopPhase = ((A.phases || {}).phases || []).filter(function (p) { return p.phase === "training_loop"; })[0];
+    var pool = loopPhase && loopPhase.top_functions && loopPhase.top_functions.length ? loopPhase.top_functions : (A.functions.top || []);
+    var top = pool[0], whole = loopPhase && pool === loopPhase.top_functions ? loopPhase.seconds : A.functions.kept_s;
+    if (top && whole > 0) {
+      var share = Math.min(1, top.self_s / whole);
+      findings.push({ id: "function", share: share,
+                      text: "Hottest function" + (whole === A.functions.kept_s ? "" : " in the training loop") + ": " + top.function +
+                            " (" + top.file.split("/").pop() + ":" + top.line + "), " + seconds(top.self_s) + " in itself" +
+                            (top.waiting_s > 0 ? " (" + pct(top.waiting_s / top.self_s) + " of it off-CPU)" : "") + ", " +
+                            pct(share) + " of the " + (whole === A.functions.kept_s ? "sampled time" : "loop's " + seconds(whole)) +
+                            " (" + A.functions.time_view.description + ")" });
+    } else {
+      findings.push({ id: "function", share: -3, text: "Functions: " + (A.functions.note || "no samples") });
+    }
+    findings.sort(function (a, b) { return b.share - a.share; });
+    var list = el("ol", { id: "verdict-list" });
+    findings.forEach(function (f) { list.appendChild(el("li", { class: "finding finding-" + f.id, text: f.text })); });
+    box.appendChild(list);
+    var rules = A.rules || [], issues = rules.filter(function (r) { return r.status === "IssuesFound" && r.rule !== "ProfilerReport"; });
+    var noData = rules.filter(function (r) { return r.status === "NoData"; }).length;
+    note(box, issues.length ? "Rules: " + issues.length + " found issues: " + issues.map(function (r) { return r.rule; }).join(", ") + " (see Rules)"
+                            : "Rules: none found issues" + (noData ? " (" + noData + " of " + rules.length + " had no data to judge)" : "") + ".");
+    VERDICT = findings.map(function (f) { return f.id; });
+  })();
 
   // Job overview.
   (function () {
@@ -70,10 +155,18 @@
     });
     table(section("job"), ["", ""], rows, "kv");
     note(section("job"), (A.warnings || []).join("; "));
+    var procs = j.processes || [];
+    if (procs.length > 1) {
+      section("job").appendChild(el("h3", { text: "Processes" }));
+      table(section("job"), ["pid", "role", "Python", "samples", "command"], procs.map(function (p) {
+        return [p.pid, p.role + (p.role !== "main" ? " of " + p.ppid : ""), p.python_version, p.samples, (p.cmdline || []).join(" ")];
+      }), "processes-table");
+    }
   })();
 
   // Flame graph: one chart, the view chosen in the list.
-  var flame = null, flameViews = {}, flameSearchHits = 0;
+  var flame = null, flameViews = {}, flameSearchHits = 0, INITIAL_VIEW = null, STEP_BY_VIEW = {};
+  D.steps.forEach(function (s) { STEP_BY_VIEW["step:" + s.pid + ":" + s.mode + ":" + s.step] = s; });
   (function () {
     var box = section("flame");
     if (!D.flames.length) { note(box, D.flames_note || "no samples"); return; }
@@ -82,10 +175,19 @@
       flameViews[v.id] = v;
       select.appendChild(el("option", { value: v.id, text: v.label + " (" + v.samples + " samples)" }));
     });
+    // The process filter: with several processes, the views of one (its whole run and its steps).
+    var pids = [];
+    D.flames.forEach(function (v) { var m = /^process:(\d+)$/.exec(v.id); if (m) pids.push(+m[1]); });
+    var filter = el("select", { id: "flame-process" });
+    filter.appendChild(el("option", { value: "", text: "all processes" }));
+    pids.forEach(function (pid) { filter.appendChild(el("option", { value: String(pid), text: processLabel(pid) })); });
+    filter.addEventListener("change", function () { filterProcess(filter.value); });
     var search = el("input", { id: "flame-search", type: "search", placeholder: "search (regular expression)" });
     var reset = el("button", { id: "flame-reset", text: "Reset zoom" });
     var matched = el("span", { id: "flame-matched" });
-    box.appendChild(el("div", { class: "controls" }, [select, search, reset, matched]));
+    box.appendChild(el("div", { class: "controls" }, (pids.length ? [filter] : []).concat([select, search, reset, matched])));
+    var empty = el("p", { id: "flame-empty", class: "note" });
+    box.appendChild(empty);
     var chart = el("div", { id: "flame-chart" });
     box.appendChild(chart);
     var details = el("div", { id: "flame-details", class: "note" });
@@ -102,18 +204,42 @@
         flameSearchHits = results.length;
         matched.textContent = search.value ? results.length + " frames, " + (total ? (100 * sum / total).toFixed(1) : 0) + " % of the samples" : "";
       });
-    d3.select(chart).datum(D.flames[0].root).call(flame);
+    // The page opens on the training loop (a torch job's whole run is mostly `import torch`).
+    var loopView = flameViews["phase:training_loop"];
+    var first = loopView && loopView.samples > 0 ? loopView : D.flames[0];
+    select.value = first.id;
+    d3.select(chart).datum(first.root).call(flame);
+    INITIAL_VIEW = first.id;
+    explainEmpty(first);
     select.addEventListener("change", function () { showView(select.value); });
     search.addEventListener("input", function () {
       if (search.value) flame.search(search.value); else { flame.clear(); matched.textContent = ""; }
     });
     reset.addEventListener("click", function () { flame.resetZoom(); });
   })();
+  // A view without samples (a step shorter than the sampling interval) says how to get them.
+  function explainEmpty(v) {
+    var box = document.getElementById("flame-empty");
+    if (!box) return;
+    if (v.samples > 0) { box.textContent = ""; return; }
+    var step = STEP_BY_VIEW[v.id], rate = D.sampling.rate_hz;
+    box.textContent = "No sample fell in this " + (step ? "step (" + seconds(step.seconds) + ")" : "view") +
+      (rate ? ": sampling at " + rate + " Hz takes one sample every " + seconds(1 / rate) : "") +
+      ". Record again with a higher rate (sprof record --rate 1000) to see " + (step ? "steps this short." : "it.");
+  }
+  function filterProcess(pid) {
+    var select = document.getElementById("flame-view");
+    Array.prototype.forEach.call(select.options, function (o) {
+      o.hidden = pid !== "" && !(o.value === "process:" + pid || o.value.indexOf("step:" + pid + ":") === 0);
+    });
+    showView(pid === "" ? INITIAL_VIEW : "process:" + pid);
+  }
   function showView(id) {
     var v = flameViews[id];
     if (!v || !flame) return false;
     document.getElementById("flame-view").value = id;
     flame.update(v.root);
+    explainEmpty(v);
     var q = document.getElementById("flame-search").value;
     if (q) flame.search(q);
     return true;
@@ -181,6 +307,66 @@
     }
   }
 
+  // Timeline: a row per sampled thread (its leaf function over time, paler while off-CPU) and per
+  // GPU stream, steps on top, on the job's time axis; hover names what ran. Canvas: cheap for the
+  // tens of thousands of spans a long run has.
+  var TIMELINE = { rows: 0, spans: 0, drawn: false };
+  (function () {
+    var box = section("timeline"), T = D.timeline;
+    if (!T || !T.rows.length) { note(box, "no samples and no GPU activity to draw"); return; }
+    var labelW = 230, rowH = 16, top = 18, width = Math.max(700, box.clientWidth || 1100);
+    var height = top + rowH * T.rows.length + 20;
+    var canvas = el("canvas", { id: "timeline-chart", width: width, height: height });
+    box.appendChild(canvas);
+    var hover = el("div", { id: "timeline-hover", class: "note", text: "hover a span for what ran" });
+    box.appendChild(hover);
+    var g = canvas.getContext("2d"), x = function (t) { return labelW + (width - labelW - 10) * t / JOB_S; };
+    function colour(name, idle) {
+      var h = 0;
+      for (var i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+      return "hsl(" + (h % 360) + "," + (idle ? "25%" : "65%") + "," + (idle ? "80%" : "55%") + ")";
+    }
+    g.font = "11px sans-serif";
+    // Steps, by mode, in the top band.
+    D.steps.forEach(function (s) {
+      g.fillStyle = MODE_COLOURS[s.mode] || "#999";
+      g.fillRect(x(s.start_s), 2, Math.max(1, x(s.start_s + s.seconds) - x(s.start_s)), top - 6);
+    });
+    g.fillStyle = "#333";
+    g.fillText("steps", 4, 12);
+    T.rows.forEach(function (row, k) {
+      var y = top + k * rowH;
+      g.fillStyle = row.gpu ? "#7a3" : "#333";
+      g.fillText(row.label.length > 34 ? row.label.slice(0, 33) + "…" : row.label, 4, y + 12);
+      for (var i = 0; i < row.spans.length; i += 4) {
+        g.fillStyle = colour(T.names[row.spans[i + 2]], row.spans[i + 3]);
+        g.fillRect(x(row.spans[i]), y + 2, Math.max(1, x(row.spans[i + 1]) - x(row.spans[i])), rowH - 4);
+        TIMELINE.spans++;
+      }
+    });
+    g.fillStyle = "#333";
+    for (var t = 0; t <= 4; ++t) g.fillText(secondsTick(JOB_S * t / 4), Math.min(x(JOB_S * t / 4), width - 50), height - 4);
+    canvas.addEventListener("mousemove", function (e) {
+      var r = canvas.getBoundingClientRect(), px = e.clientX - r.left, py = e.clientY - r.top;
+      var k = Math.floor((py - top) / rowH), row = T.rows[k];
+      if (!row || px < labelW) { hover.textContent = ""; return; }
+      var t = (px - labelW) / (width - labelW - 10) * JOB_S;
+      for (var i = 0; i < row.spans.length; i += 4) {
+        if (row.spans[i] <= t && t < row.spans[i + 1]) {
+          hover.textContent = row.label + ": " + T.names[row.spans[i + 2]] + (row.spans[i + 3] ? " (off-CPU)" : "") + ", " +
+            secondsTick(row.spans[i]) + " to " + secondsTick(row.spans[i + 1]);
+          return;
+        }
+      }
+      hover.textContent = row.label + ": nothing sampled at " + secondsTick(t);
+    });
+    note(box, T.rows.length + " rows: each sampled thread's leaf function (paler: off-CPU)" +
+         (T.rows.some(function (r) { return r.gpu; }) ? ", each GPU stream's kernels and copies" : "") +
+         "; steps on top, coloured by mode." + (T.note ? " " + T.note + "." : ""));
+    TIMELINE.rows = T.rows.length;
+    TIMELINE.drawn = true;
+  })();
+
   // Step times: one chart over the run, points per mode, outliers ringed in red; a click on a
   // point shows that step's flame graph.
   (function () {
@@ -192,20 +378,21 @@
     steps.forEach(function (s) { if (modes.indexOf(s.mode) < 0) modes.push(s.mode); });
     var xs = order.map(function (i) { return steps[i].start_s; });
     var data = [xs];
-    var series = [{}];
+    var series = [timeSeries()];
     modes.forEach(function (m) {
       data.push(order.map(function (i) { return steps[i].mode === m ? steps[i].seconds : null; }));
-      series.push({ label: m + " step (s)", stroke: MODE_COLOURS[m] || "#333", paths: function () { return null; },
+      series.push({ label: m + " step", stroke: MODE_COLOURS[m] || "#333", paths: function () { return null; },
+                    value: function (u, v) { return v === null || v === undefined ? "--" : secondsTick(v); },
                     points: { show: true, size: 6, fill: MODE_COLOURS[m] || "#333" } });
     });
     data.push(order.map(function (i) { return steps[i].outlier ? steps[i].seconds : null; }));
     series.push({ label: "outlier", stroke: "#d62728", paths: function () { return null; },
+                  value: function (u, v) { return v === null || v === undefined ? "--" : secondsTick(v); },
                   points: { show: true, size: 12, width: 2, fill: "transparent", stroke: "#d62728" } });
     var div = el("div", { id: "steps-chart", class: "chart" });
     box.appendChild(div);
-    var plot = new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 260, series: series,
-                           scales: { x: { time: false } },
-                           axes: [{ label: "seconds since the job started" }, { label: "step time (s)" }] }, data, div);
+    var plot = new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 260, series: series, legend: { live: false },
+                           scales: timeScales(), axes: timeAxes("step time", secondsTick) }, data, div);
     plot.over.addEventListener("click", function () {
       var i = plot.cursor.idx;
       if (i !== null && i !== undefined) goToStep(steps[order[i]])();
@@ -259,13 +446,14 @@
         var div = el("div", { class: "chart system-chart" });
         box.appendChild(div);
         var data = [node.t_s];
-        var series = [{}];
+        var series = [timeSeries()], tick = unitTick(unit === "value" ? "" : unit);
         units[unit].forEach(function (s, k) {
           data.push(s.values.map(function (v) { return v === null ? null : v; }));
-          series.push({ label: s.name, stroke: LINE_COLOURS[k % LINE_COLOURS.length], width: 1.5 });
+          series.push({ label: s.name, stroke: LINE_COLOURS[k % LINE_COLOURS.length], width: 1.5,
+                        value: function (u, v) { return v === null || v === undefined ? "--" : tick(v); } });
         });
-        new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 220, series: series, scales: { x: { time: false } },
-                    axes: [{ label: "seconds since the job started" }, { label: unit }],
+        new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 220, series: series, scales: timeScales(), legend: { live: false },
+                    axes: timeAxes(unit, tick),
                     hooks: { drawClear: [function (u) {
                       var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
                       ctx.save();
@@ -343,6 +531,12 @@
     flameRoot: function () { return flame ? document.querySelector("#flame-chart g.frame title").textContent : null; },
     search: function (term) { var s = document.getElementById("flame-search"); s.value = term; s.dispatchEvent(new Event("input")); return flameSearchHits; },
     clickStep: function (k) { var a = document.querySelectorAll("a.step-link")[k]; a.click(); return a.getAttribute("data-view"); },
-    currentView: function () { var s = document.getElementById("flame-view"); return s ? s.value : null; }
+    currentView: function () { var s = document.getElementById("flame-view"); return s ? s.value : null; },
+    initialView: function () { return INITIAL_VIEW; },
+    verdict: function () { return VERDICT; },
+    flameHeight: function () { var s = document.querySelector("#flame-chart svg"); return s ? s.getBoundingClientRect().height : 0; },
+    flameEmptyNote: function () { var e = document.getElementById("flame-empty"); return e ? e.textContent : ""; },
+    filterProcess: function (pid) { filterProcess(String(pid)); return document.getElementById("flame-view").value; },
+    timeline: function () { return TIMELINE; }
   };
 })();

@@ -34,6 +34,20 @@ std::string process_frame(const store::ProcessSamples& p) {
 
 }  // namespace
 
+std::vector<std::string> fold_import_machinery(const std::vector<std::string>& frames) {
+  std::vector<std::string> out;
+  out.reserve(frames.size());
+  bool in_run = false;
+  for (const std::string& frame : frames) {
+    // Frames read "name (file:line)".
+    const bool machinery = frame.find(" (<frozen importlib._bootstrap") != std::string::npos;
+    if (machinery && in_run) continue;
+    in_run = machinery;
+    out.push_back(machinery ? std::string(kImportFrame) : frame);
+  }
+  return out;
+}
+
 std::vector<FoldedStack> fold_stacks(const store::ProfileSamples& profile, const SampleFilter& filter) {
   std::map<std::vector<std::string>, uint64_t> stacks;
   std::vector<uint32_t> frames;

@@ -207,7 +207,7 @@ uint64_t write_flamegraph_svg(const store::ProfileSamples& profile, const Sample
   for (const FoldedStack& s : stacks) {
     root.samples += s.count;
     Node* n = &root;
-    for (const std::string& frame : s.frames) {
+    for (const std::string& frame : fold_import_machinery(s.frames)) {
       auto& child = n->children[frame];
       if (!child) {
         child = std::make_unique<Node>();

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "report/report_timeline.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/system_metrics.hpp"
@@ -44,7 +45,7 @@ FlameView build_view(const store::ProfileSamples& samples, const SampleFilter& f
   for (const FoldedStack& s : fold_stacks(samples, filter)) {
     view.root.value += s.count;
     FlameNode* n = &view.root;
-    for (const std::string& frame : s.frames) {
+    for (const std::string& frame : fold_import_machinery(s.frames)) {
       n = &child_named(*n, frame);
       n->value += s.count;
     }
@@ -82,6 +83,17 @@ void add_flames(const AnalyzeReport& report, const store::ProfileSamples& sample
   TimeView other{!report.time_view.on_cpu, !report.time_view.on_cpu || report.time_view.all_threads};
   views.flames.push_back(build_view(samples, time_view_filter(other, report.step_threads), "other",
                                     "whole run, " + other.describe(), options.min_share));
+  // With several processes (DataLoader workers, ranks), each one's run: the page's process filter.
+  if (samples.processes.size() > 1) {
+    for (const auto& p : samples.processes) {
+      if (p.log.sample_count() == 0) continue;
+      SampleFilter f = page;
+      f.pid = p.log.pid();
+      views.flames.push_back(build_view(samples, f, fmt::format("process:{}", p.log.pid()),
+                                        fmt::format("process {}, whole run, {}", p.log.pid(), report.time_view.describe()),
+                                        options.min_share));
+    }
+  }
 
   // Modes, in the order they first ran.
   std::vector<std::string> modes;
@@ -223,8 +235,11 @@ Result<ReportViews> report_views(const AnalyzeReport& report, const ReportViewOp
       views.invalid_share = samples.manifest->health.invalid_share();
       views.thread_samples = samples.manifest->health.thread_samples;
       add_flames(report, samples, options, views);
+      add_thread_rows(samples, report.job.start_us, views.timeline);
     }
   }
+  if (report.gpu.present) SPROF_TRY_STATUS(add_gpu_rows(report.dir, report.job.start_us, views.timeline));
+  fit_timeline(views.timeline, report.job.duration_s(), options.max_timeline_segments);
   if (views.flames.empty()) views.flames_note = report.samples_note.empty() ? "no raw samples" : report.samples_note;
   SPROF_TRY(auto metrics, store::read_system_metrics(report.dir));
   if (metrics.empty()) {
