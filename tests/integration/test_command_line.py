@@ -33,6 +33,36 @@ class Typos(TempDirTestCase):
         self.assertIn("give a command to run", proc.stderr)
         self.assertNotIn("not both", proc.stderr)
 
+    def test_one_wording_per_kind_of_error(self):
+        # Each kind the man page's EXIT STATUS lists, made to happen: the last stderr line has that
+        # wording and the status is the documented one.
+        not_profile = os.path.join(self.tmp, "empty")
+        os.makedirs(not_profile)
+        a_file = os.path.join(self.tmp, "file")
+        open(a_file, "w").close()
+        cases = [
+            (["recrod", PROFILE], 2, r"^sprof: 'recrod' is not a sprof command \(did you mean 'record'\?\); see sprof --help$"),
+            (["analyze", PROFILE, "--jsn"], 2,
+             r"^sprof analyze: unknown option --jsn \(did you mean --json\?\); see sprof analyze --help$"),
+            (["analyze", os.path.join(self.tmp, "nope")], 2, r"^sprof: error: .*/nope: no such directory$"),
+            (["analyze", a_file], 2, r"^sprof: error: .*/file: not a directory$"),
+            (["analyze", not_profile], 2, r"^sprof: error: .*/empty: not a profile directory \(.*\)$"),
+            (["fetch-by-step", PROFILE, "--start-step", "x"], 2, r"^sprof: error: --start-step: .+$"),
+            (["report", PROFILE, "-o", os.path.join(self.tmp, "no", "r.html")], 1,
+             r"^sprof: error: .*/no/r\.html: cannot write: .+$"),
+            (["record", "-o", os.path.join(self.tmp, "p"), "--", os.path.join(self.tmp, "no-such-program")], 127,
+             r"^sprof: error: .*/no-such-program: command not found$"),
+        ]
+        for args, status, wording in cases:
+            with self.subTest(args=args):
+                proc = run_sprof(*args, check=status)
+                self.assertRegex(proc.stderr.strip().splitlines()[-1], wording)
+        with open(os.path.join(SOURCE_DIR, "man", "sprof.1")) as f:
+            man = f.read()
+        for documented in ("is not a sprof command", ": unknown option ", ": no such directory", ": cannot write: ",
+                           ": command not found"):
+            self.assertIn(documented, man.replace("\\-", "-").replace('"', ""))
+
 
 if __name__ == "__main__":
     import unittest
