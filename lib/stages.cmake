@@ -9,10 +9,10 @@
 #   - every public header must belong to a stage (configure fails otherwise).
 #
 # Dependencies are transitive: a stage sees what its dependencies see.
-# tests/layering checks the trees: every stage compiles its allowed headers and none other.
+# tests/integration/test_layering.py checks the trees: every stage compiles its allowed headers and none other.
 
 sprof_stage(common
-  HEADERS clock demangle markup modes result version)
+  HEADERS clock demangle markup modes result temp_dir version)
 sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common

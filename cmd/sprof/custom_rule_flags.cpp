@@ -34,22 +34,14 @@ Result<std::unique_ptr<CustomRuleSet>> CustomRuleSet::load(const CustomRuleFlags
   for (const auto& program : flags.programs) SPROF_TRY_STATUS(rules::add_rule_program(program, set->rules_));
   if (set->rules_.programs.empty()) return set;
   // `from sprof.rules import Rule` works in a rule program whether sprof is installed or not.
-  std::string pattern = (std::filesystem::temp_directory_path() / "sprof-rules-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    return make_error(ErrorKind::io, "cannot create a directory for sprof's Python package: {}", std::strerror(errno));
-  }
-  set->package_dir_ = pattern;
-  SPROF_TRY_STATUS(bootstrap::write_python_files(set->package_dir_, true));
+  SPROF_TRY(set->package_dir_, TempDir::create("sprof-rules-"));
+  SPROF_TRY_STATUS(bootstrap::write_python_files(set->package_dir_.path(), true));
   const char* path = ::getenv("PYTHONPATH");
-  set->rules_.env.push_back("PYTHONPATH=" + set->package_dir_.string() +
+  set->rules_.env.push_back("PYTHONPATH=" + set->package_dir_.path().string() +
                             (path != nullptr && *path != '\0' ? ":" + std::string(path) : ""));
   return set;
 }
 
-CustomRuleSet::~CustomRuleSet() {
-  if (package_dir_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(package_dir_, ec);
-}
+CustomRuleSet::~CustomRuleSet() = default;
 
 }  // namespace sprof::cli

@@ -10,6 +10,7 @@
 
 #include "sprof/custom_rules.hpp"
 #include "sprof/result.hpp"
+#include "sprof/temp_dir.hpp"
 
 namespace sprof::cli {
 
@@ -31,7 +32,7 @@ class CustomRuleSet {
 
  private:
   rules::CustomRules rules_;
-  std::filesystem::path package_dir_;
+  TempDir package_dir_;  // sprof's Python package for rule programs
 };
 
 }  // namespace sprof::cli

@@ -15,6 +15,7 @@
 #include "sprof/dump_render.hpp"
 #include "sprof/launch.hpp"
 #include "sprof/pyframes.hpp"
+#include "sprof/clock.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -28,11 +29,7 @@ struct DumpOptions {
   double interval = 1.0;
 };
 
-double unix_now() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
-}
+double unix_now() { return static_cast<double>(realtime_ns()) / 1e9; }
 
 Result<int> run_dump(const DumpOptions& options) {
   SPROF_TRY(auto process, pyframes::PythonProcess::attach(options.pid));

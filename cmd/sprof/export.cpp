@@ -48,7 +48,7 @@ Result<std::optional<std::vector<query::SampleWindow>>> selected_windows(const E
   } else {
     SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
     const store::Manifest& m = *profile.manifest;
-    auto to_ns = [&m](double us) { return static_cast<int64_t>(us * 1000.0) - m.clock_realtime_ns + m.clock_monotonic_ns; };
+    auto to_ns = [&m](double us) { return static_cast<int64_t>(us * 1000.0) - m.epoch_offset_ns(); };
     std::vector<int32_t> pids;
     for (const auto& p : profile.processes) pids.push_back(p.log.pid());
     windows = query::time_windows(pids, times.start_us ? to_ns(*times.start_us) : INT64_MIN,
@@ -130,7 +130,7 @@ void add_export(CLI::App& app, CommandList& commands) {
         }
         parts.range_ns = std::make_pair(first, last);
       }
-      if (profile.manifest) parts.epoch_offset_ns = profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns;
+      if (profile.manifest) parts.epoch_offset_ns = profile.manifest->epoch_offset_ns();
       report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
       what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
                          counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);

@@ -200,7 +200,7 @@ void add_record(CLI::App& app, CommandList& commands) {
                   "System metrics interval: 100, 200, 500, 1000, 5000 or 60000 ms")
       ->capture_default_str();
   sub->add_flag("--no-system-metrics", flags->no_system_metrics, "Do not write system metrics (system/)");
-  // Steps (issue 4): the injected bootstrap and --step-fn.
+  // Steps: from the injected bootstrap, or --step-fn.
   sub->add_flag("--no-inject", flags->no_inject,
                 "Do not inject sprof's bootstrap (no step markers, no PyTorch detection, `import sprof` is a no-op)");
   sub->add_flag("--no-torch", flags->no_torch, "Inject the bootstrap but leave PyTorch alone (explicit sprof API only)");

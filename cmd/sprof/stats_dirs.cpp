@@ -15,6 +15,7 @@
 #include "progress_line.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/recorder.hpp"
+#include "sprof/temp_dir.hpp"
 #include "window_flags.hpp"
 
 namespace sprof::cli {
@@ -31,20 +32,13 @@ struct StatsDirsFlags {
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   // A profile on S3: rewritten in a local copy, then put back (changed files up, removed ones gone).
   std::optional<remote::ProfileCopy> copy;
+  TempDir scratch;  // the local copy, removed on every way out
   std::string dir = flags.dir;
   if (remote::is_s3_url(flags.dir)) {
-    char pattern[] = "/tmp/sprof-stats-dirs-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) return make_error(ErrorKind::io, "no temporary directory: {}", std::strerror(errno));
-    SPROF_TRY(copy, remote::copy_mounted_profile(flags.dir, pattern, s3_options()));
+    SPROF_TRY(scratch, TempDir::create("sprof-stats-dirs-"));
+    SPROF_TRY(copy, remote::copy_mounted_profile(flags.dir, scratch.path(), s3_options()));
     dir = copy->dir.string();
   }
-  struct Cleanup {
-    std::optional<remote::ProfileCopy>& copy;
-    ~Cleanup() {
-      std::error_code ec;
-      if (copy) std::filesystem::remove_all(copy->dir, ec);
-    }
-  } cleanup{copy};
   recorder::StatsDirsPlan plan;
   SPROF_TRY(plan.window, window_from_flags(flags.window));
   plan.every_interval = flags.every_interval;

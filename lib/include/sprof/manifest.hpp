@@ -99,9 +99,10 @@ struct Manifest {
   // Sections other stages add (bootstrap, sysmon, ...): top-level key -> JSON text.
   std::vector<std::pair<std::string, std::string>> extra;
 
-  int64_t to_epoch_us(int64_t monotonic_ns) const {
-    return (monotonic_ns - clock_monotonic_ns + clock_realtime_ns) / 1000;
-  }
+  // Epoch ns = CLOCK_MONOTONIC ns + this: the recording's one clock pair, read back to back.
+  int64_t epoch_offset_ns() const { return clock_realtime_ns - clock_monotonic_ns; }
+  int64_t to_epoch_us(int64_t monotonic_ns) const { return (monotonic_ns + epoch_offset_ns()) / 1000; }
+  int64_t to_monotonic_ns(int64_t epoch_us) const { return epoch_us * 1000 - epoch_offset_ns(); }
   std::vector<std::string> node_ids() const;
 };
 

@@ -24,6 +24,7 @@
 #include "sprof/bootstrap.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/launch.hpp"
+#include "sprof/temp_dir.hpp"
 #include "sprof/result.hpp"
 #include "sprof/step_timeline.hpp"
 
@@ -70,7 +71,7 @@ class StepRecordHook : public launch::RecordHooks {
   std::optional<BootstrapEnv> env_;  // launch mode with injection
   int log_fd_ = -1;                  // markers.log
   std::string log_path_;
-  std::filesystem::path temp_dir_;   // the bootstrap's private directory
+  TempDir temp_dir_;   // the bootstrap's private directory
   bool log_failed_ = false;
   StepSummary summary_;
   std::optional<timeline::StepTimeline> timeline_;

@@ -67,8 +67,6 @@ class SystemMonitor {
   Status start();
   // Stops the thread (waking it at once), closes the files and returns the first write error, if any.
   Status stop();
-  // The process tree to measure from the next tick on (e.g. once record has forked the target).
-  void set_root_pid(pid_t pid);
   MonitorStats stats() const;
 
  private:

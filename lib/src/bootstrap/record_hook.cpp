@@ -40,10 +40,6 @@ StepRecordHook::StepRecordHook(StepHookOptions options) : options_(std::move(opt
 
 StepRecordHook::~StepRecordHook() {
   if (log_fd_ >= 0) ::close(log_fd_);
-  if (!temp_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(temp_dir_, ec);
-  }
 }
 
 Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSetup& setup) {
@@ -64,21 +60,18 @@ Status StepRecordHook::prepare_child(const fs::path& output_dir, launch::ChildSe
   // command has exited), not into the profile: users should not find sprof's sources there, and
   // its name is how readers recognise sprof's own frames (store::is_sprof_bootstrap_file).
   // $TMPDIR first; /tmp when that fails (PYTHONPATH cannot hold a path with ':').
-  std::error_code tmp_ec;
-  fs::path tmp = fs::temp_directory_path(tmp_ec);
   Result<BootstrapEnv> env = make_error(ErrorKind::io, "no temporary directory for the bootstrap");
-  for (const fs::path& base : {tmp_ec ? fs::path("/tmp") : tmp, fs::path("/tmp")}) {
-    std::string pattern = (base / (std::string(store::kBootstrapDirPrefix) + "XXXXXX")).string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      env = make_error(ErrorKind::io, "cannot create {}: {}", pattern, std::strerror(errno));
+  for (const fs::path& base : {TempDir::default_base(), fs::path("/tmp")}) {
+    auto dir = TempDir::create(store::kBootstrapDirPrefix, base);
+    if (!dir.ok()) {
+      env = std::move(dir).error();
       continue;
     }
-    env = prepare(pattern, prepare_options);
+    env = prepare(dir->path(), prepare_options);
     if (env.ok()) {
-      temp_dir_ = pattern;
+      temp_dir_ = std::move(dir).value();
       break;
     }
-    fs::remove_all(pattern, tmp_ec);
   }
   if (!env.ok()) {
     spdlog::warn("no step markers: {}", env.error().message);

@@ -17,7 +17,7 @@ store::StepPoint step_point(const timeline::Boundary& b, const store::Manifest& 
   point.step = b.step;
   point.phase = b.phase;
   // Integer nanoseconds first (no precision lost), then microseconds as smdebug's float.
-  int64_t epoch_ns = b.t_ns - manifest.clock_monotonic_ns + manifest.clock_realtime_ns;
+  int64_t epoch_ns = b.t_ns + manifest.epoch_offset_ns();
   point.time_us = static_cast<double>(epoch_ns) / 1000.0;
   return point;
 }

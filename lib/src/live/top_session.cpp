@@ -31,6 +31,7 @@
 #include "sprof/pyframes.hpp"
 #include "sprof/step_hook.hpp"
 #include "sprof/sysmon.hpp"
+#include "sprof/temp_dir.hpp"
 #include "sprof/top.hpp"
 
 namespace fs = std::filesystem;
@@ -90,10 +91,6 @@ class Session final : public TopSession {
   ~Session() override {
     stop();
     if (markers_fd_ >= 0) ::close(markers_fd_);
-    if (!markers_dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(markers_dir_, ec);
-    }
   }
 
   Status launch() {
@@ -220,11 +217,10 @@ class Session final : public TopSession {
   Status spawn() {
     launch::ChildSetup setup;
     if (options_.inject) {
-      char pattern[] = "/tmp/sprof-top-XXXXXX";
-      if (::mkdtemp(pattern) != nullptr) {
-        markers_dir_ = pattern;
+      if (auto scratch = TempDir::create("sprof-top-"); scratch.ok()) {
+        markers_dir_ = std::move(scratch).value();
         steps_ = std::make_unique<bootstrap::StepRecordHook>(bootstrap::StepHookOptions{});
-        if (!steps_->prepare_child(markers_dir_, setup).ok()) steps_.reset();
+        if (!steps_->prepare_child(markers_dir_.path(), setup).ok()) steps_.reset();
       }
     }
     std::vector<char*> argv;
@@ -363,7 +359,7 @@ class Session final : public TopSession {
 
   void read_markers() {
     if (markers_fd_ < 0) {
-      markers_fd_ = ::open((markers_dir_ / store::kMarkersLog).c_str(), O_RDONLY | O_CLOEXEC);
+      markers_fd_ = ::open((markers_dir_.path() / store::kMarkersLog).c_str(), O_RDONLY | O_CLOEXEC);
       if (markers_fd_ < 0) return;
     }
     std::vector<store::Marker> markers;
@@ -396,7 +392,7 @@ class Session final : public TopSession {
 
   // Housekeeping only.
   std::unique_ptr<bootstrap::StepRecordHook> steps_;
-  fs::path markers_dir_;
+  TempDir markers_dir_;  // the step markers of a command top started
   int markers_fd_ = -1;
   store::MarkerParser parser_;
   int64_t next_scan_ns_ = 0;

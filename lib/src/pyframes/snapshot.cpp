@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include "sprof/clock.hpp"
 #include "sprof/pyframes.hpp"
 
 namespace sprof::pyframes {
@@ -11,13 +12,7 @@ namespace {
 struct Clocks {
   int64_t wall_ns = 0;
   int64_t cpu_ns = 0;
-  static Clocks now() {
-    timespec wall{};
-    timespec cpu{};
-    clock_gettime(CLOCK_MONOTONIC, &wall);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-    return {wall.tv_sec * 1'000'000'000LL + wall.tv_nsec, cpu.tv_sec * 1'000'000'000LL + cpu.tv_nsec};
-  }
+  static Clocks now() { return {monotonic_ns(), thread_cpu_ns()}; }
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "pyframes/proc_maps.hpp"
+#include "sprof/clock.hpp"
 
 namespace sprof::pyframes {
 namespace {
@@ -63,11 +64,7 @@ char task_state(pid_t pid, pid_t tid) {
   return close != nullptr && close[1] == ' ' ? close[2] : 0;
 }
 
-long elapsed_ns(const timespec& since) {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - since.tv_sec) * 1'000'000'000L + (now.tv_nsec - since.tv_nsec);
-}
+long elapsed_ns(int64_t since_ns) { return static_cast<long>(monotonic_ns() - since_ns); }
 
 }  // namespace
 
@@ -80,8 +77,7 @@ ThreadPauser::~ThreadPauser() {
 // the target's main thread is never reaped here: when sprof launched the target, that exit
 // status belongs to the code that waits for the child.
 ThreadPauser::WaitResult ThreadPauser::wait_stop(pid_t tid, int& signal, bool block) {
-  timespec start{};
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  const int64_t start = monotonic_ns();
   int spins = 0;
   for (;;) {
     siginfo_t info{};

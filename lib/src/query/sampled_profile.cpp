@@ -94,9 +94,9 @@ Aggregate aggregate_samples(const SampledProfile& profile, const Selection& reco
     for (size_t t = 0; t < stats.thread_seconds.size(); ++t) state.thread_seconds[t] += stats.thread_seconds[t];
     out.table.add(stats.table);
     out.used.push_back(record);
-    // The first and last intervals own the samples before and after them: their wall time is
-    // what their spans cover of the sampled life.
-    // The sampled life starts at the attach (the first sample's weight reaches back to it).
+    // Wall time: what the spans cover of the sampled life (the first and last intervals own the
+    // time before and after them), which starts at the attach: the first sample's weight reaches
+    // back to it.
     const int64_t life_begin =
         log.processes().empty() || log.processes().front().attach_ns == 0
             ? log.first_ns()

@@ -15,6 +15,7 @@
 #include "sprof/gpu_hook.hpp"
 #include "sprof/sysmon.hpp"
 #include "sprof/sysmon_hook.hpp"
+#include "sprof/clock.hpp"
 
 namespace sprof::recorder {
 namespace {
@@ -46,15 +47,9 @@ class PythonProfilingHook : public launch::RecordHooks {
 // Epoch microseconds on CLOCK_MONOTONIC plus one fixed offset, like the samples and markers, so a
 // clock step during the run cannot shift the system metrics against them.
 std::function<int64_t()> monotonic_epoch_us() {
-  timespec mono{}, real{};
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &real);
-  int64_t offset_ns = (real.tv_sec - mono.tv_sec) * 1000000000LL + (real.tv_nsec - mono.tv_nsec);
-  return [offset_ns] {
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec * 1000000000LL + now.tv_nsec + offset_ns) / 1000;
-  };
+  const int64_t mono = monotonic_ns();
+  const int64_t offset_ns = realtime_ns() - mono;
+  return [offset_ns] { return (monotonic_ns() + offset_ns) / 1000; };
 }
 
 Status check_plan(const RecordPlan& plan) {
@@ -135,7 +130,7 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
           SPROF_TRY(inputs.timeline, timeline::build_profile_timeline(dir, &manifest));
         }
         window::TimelineWindows windows(plan.python.window, inputs.timeline,
-                                        manifest.clock_realtime_ns - manifest.clock_monotonic_ns);
+                                        manifest.epoch_offset_ns());
         inputs.include = [windows = std::move(windows)](const intervals::ProcessInterval& interval) {
           return windows.contains(interval.pid, interval.interval);
         };

@@ -31,7 +31,7 @@ Result<StatsDirsResult> rewrite_stats_directories(const std::filesystem::path& d
   }
   // Resolved per process against its steps, as record does (smdebug's lazily filled fields).
   window::TimelineWindows windows(chosen, timeline,
-                                  profile.manifest->clock_realtime_ns - profile.manifest->clock_monotonic_ns);
+                                  profile.manifest->epoch_offset_ns());
   intervals::WriteOptions options;
   options.timer = plan.timer;
   options.window = chosen.describe();

@@ -302,7 +302,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   }
   if (report.has_samples && manifest != nullptr) {
     auto to_ns = [manifest](int64_t epoch_us) {
-      return epoch_us * 1000 - manifest->clock_realtime_ns + manifest->clock_monotonic_ns;
+      return manifest->to_monotonic_ns(epoch_us);
     };
     const SampleFilter filter = time_view_filter(options.time_view, report.step_threads);
     for (auto& phase : report.phases) {

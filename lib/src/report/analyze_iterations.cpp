@@ -28,7 +28,7 @@ void summarize_iterations(std::vector<StepRecord>& steps, const std::vector<stor
   if (samples != nullptr && samples->manifest) {
     const store::Manifest& manifest = *samples->manifest;
     auto to_ns = [&manifest](int64_t epoch_us) {
-      return epoch_us * 1000 - manifest.clock_realtime_ns + manifest.clock_monotonic_ns;
+      return manifest.to_monotonic_ns(epoch_us);
     };
     std::map<int64_t, std::vector<store::SampleLog::Window>> waits_ns;  // pid -> windows, by start
     for (const auto& it : iterations) {

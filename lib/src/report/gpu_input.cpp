@@ -98,7 +98,7 @@ Result<GpuInput> load_gpu_input_as_written(const fs::path& path) {
     return make_error(ErrorKind::bad_input, "{}: no GPU activity was recorded{}", path.string(), why_no_gpu(path));
   }
   if (auto manifest = store::read_manifest(path); manifest.ok()) {
-    input.epoch_offset_ns = manifest->clock_realtime_ns - manifest->clock_monotonic_ns;
+    input.epoch_offset_ns = manifest->epoch_offset_ns();
   }
   auto timeline = timeline::read_step_timeline(path);
   if (timeline.ok()) {

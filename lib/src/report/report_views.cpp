@@ -75,7 +75,7 @@ std::vector<SampleWindow> normalized(std::vector<SampleWindow> windows) {
 void add_flames(const AnalyzeReport& report, const store::ProfileSamples& samples, const ReportViewOptions& options,
                 ReportViews& views) {
   const store::Manifest& m = *samples.manifest;
-  auto to_ns = [&m](int64_t epoch_us) { return epoch_us * 1000 - m.clock_realtime_ns + m.clock_monotonic_ns; };
+  auto to_ns = [&m](int64_t epoch_us) { return m.to_monotonic_ns(epoch_us); };
   // The page's own view (analyze's: by default the step threads' wall time, waits marked
   // [waiting]) first, then its opposite number: on-CPU time of every thread, or wall time.
   const SampleFilter page = time_view_filter(report.time_view, report.step_threads);

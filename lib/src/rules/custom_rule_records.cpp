@@ -109,7 +109,7 @@ RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, b
   std::set<int64_t> logged;
   if (samples.ok() && samples->manifest) {
     records.samples = !samples->processes.empty();
-    int64_t offset = samples->manifest->clock_realtime_ns - samples->manifest->clock_monotonic_ns;
+    int64_t offset = samples->manifest->epoch_offset_ns();
     for (const auto& process : samples->processes) {
       std::vector<StepRecord*> mine;
       for (auto& step : records.steps) {

@@ -68,7 +68,7 @@ void add_kernel_utilization(const fs::path& profile_dir, RulesInput& input) {
   auto trace = store::read_gpu_activity(profile_dir);
   auto manifest = store::read_manifest(profile_dir);
   if (!trace.ok() || !manifest.ok()) return;  // `sprof gpu` and analyze say why
-  add_kernel_utilization(*trace, manifest->clock_realtime_ns - manifest->clock_monotonic_ns, input);
+  add_kernel_utilization(*trace, manifest->epoch_offset_ns(), input);
 }
 
 void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input) {

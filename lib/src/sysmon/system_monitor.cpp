@@ -1,6 +1,5 @@
 // The sampling thread of the system monitor (see sprof/sysmon.hpp).
 
-#include "sprof/clock.hpp"
 #include "sprof/sysmon.hpp"
 
 #include <dirent.h>
@@ -25,6 +24,7 @@
 #include "sprof/system_metrics.hpp"
 #include "sysmon/nvml.hpp"
 #include "sysmon/proc_stats.hpp"
+#include "sprof/clock.hpp"
 
 namespace fs = std::filesystem;
 
@@ -40,11 +40,7 @@ Status validate_interval(int interval_ms) {
 
 namespace {
 
-int64_t realtime_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
+int64_t realtime_us() { return realtime_ns() / 1000; }
 
 // A /proc file kept open and re-read from offset 0 each tick (the kernel regenerates it), which
 // saves an open and a close per file per tick.
@@ -376,7 +372,6 @@ Status SystemMonitor::stop() {
   return closed;
 }
 
-void SystemMonitor::set_root_pid(pid_t pid) { impl_->root_pid.store(pid); }
 
 MonitorStats SystemMonitor::stats() const {
   MonitorStats s;

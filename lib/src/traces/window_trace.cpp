@@ -42,7 +42,7 @@ Result<report::ChromeTraceCounts> write_window_trace(const fs::path& profile_dir
   parts.filter.windows = std::vector<query::SampleWindow>{{w.pid, w.begin_ns, w.end_ns}};
   parts.range_ns = std::make_pair(w.begin_ns, w.end_ns);
   const store::Manifest* clocks = manifest != nullptr ? manifest : samples.manifest ? &*samples.manifest : nullptr;
-  if (clocks != nullptr) parts.epoch_offset_ns = clocks->clock_realtime_ns - clocks->clock_monotonic_ns;
+  if (clocks != nullptr) parts.epoch_offset_ns = clocks->epoch_offset_ns();
   std::string text;
   report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
   if (gzip) text = store::gzip(text);

@@ -23,6 +23,7 @@
 #include "sprof/step_timeline.hpp"
 #include "sprof/step_trace.hpp"
 #include "sprof/system_metrics.hpp"
+#include "sprof/temp_dir.hpp"
 #include "sprof/trace_events.hpp"
 
 namespace fs = std::filesystem;
@@ -161,13 +162,9 @@ struct RuleWatch::Impl {
     SPROF_TRY(input.system, store::read_system_metrics(dir));
     SPROF_TRY(store::Manifest manifest, store::read_manifest(dir));
     SPROF_TRY(timeline::StepTimeline steps, timeline::build_profile_timeline(dir, nullptr));
-    char pattern[] = "/tmp/sprof-rules-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) return make_error(ErrorKind::io, "no scratch directory: {}", std::strerror(errno));
-    fs::path scratch = pattern;
-    auto written = timeline::write_step_trace(scratch, manifest, steps);
-    auto trace = written.ok() ? store::read_trace_events(scratch) : Result<store::TraceReadResult>(written.error());
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
+    SPROF_TRY(TempDir scratch, TempDir::create("sprof-rules-"));
+    auto written = timeline::write_step_trace(scratch.path(), manifest, steps);
+    auto trace = written.ok() ? store::read_trace_events(scratch.path()) : Result<store::TraceReadResult>(written.error());
     if (!trace.ok()) return std::move(trace).error();
     input.framework = std::move(trace->events);
     return input;

@@ -12,7 +12,7 @@
 
 #include "gpu/injection/activity_buffers.hpp"
 #include "gpu/injection/activity_file_writer.hpp"
-#include "gpu/injection/clocks.hpp"
+#include "sprof/clock.hpp"
 #include "gpu/injection/record_converter.hpp"
 
 namespace sprof::gpu::injection {

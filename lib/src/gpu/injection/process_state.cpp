@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "gpu/injection/clocks.hpp"
+#include "sprof/clock.hpp"
 
 namespace sprof::gpu::injection {
 namespace {

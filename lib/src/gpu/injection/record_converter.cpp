@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdlib>
 
-#include "gpu/injection/clocks.hpp"
+#include "sprof/clock.hpp"
 #include "sprof/demangle.hpp"
 #include "store/crc32.hpp"
 
@@ -232,6 +232,24 @@ const std::string& RecordConverter::kernel_name(const char* mangled) {
   return kernel_names_.emplace(std::move(key), std::move(text)).first->second;
 }
 
+// A copy record: CUpti_ActivityMemcpy6 and CUpti_ActivityMemcpyPtoP4 name the fields kept alike.
+template <class Copy>
+bool RecordConverter::write_copy(const Copy* m) {
+  if (!timed(m->start, m->end)) return false;
+  body_.tag(gf::kMemcpy);
+  time(m->start, m->end);
+  body_.u(m->deviceId);
+  body_.u(m->contextId);
+  body_.u(m->streamId);
+  body_.u(m->correlationId);
+  body_.u(m->copyKind);
+  body_.u(m->srcKind);
+  body_.u(m->dstKind);
+  body_.u(m->bytes);
+  body_.u(m->flags);
+  return true;
+}
+
 bool RecordConverter::write_record(const CUpti_Activity* record) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -257,39 +275,11 @@ bool RecordConverter::write_record(const CUpti_Activity* record) {
       body_.u(name);
       return true;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      if (!timed(m->start, m->end)) return false;
-      body_.tag(gf::kMemcpy);
-      time(m->start, m->end);
-      body_.u(m->deviceId);
-      body_.u(m->contextId);
-      body_.u(m->streamId);
-      body_.u(m->correlationId);
-      body_.u(m->copyKind);
-      body_.u(m->srcKind);
-      body_.u(m->dstKind);
-      body_.u(m->bytes);
-      body_.u(m->flags);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return write_copy(reinterpret_cast<const CUpti_ActivityMemcpy6*>(record));
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
       // Peer copies: the device and context the copy runs on (src/dst are not kept).
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      if (!timed(m->start, m->end)) return false;
-      body_.tag(gf::kMemcpy);
-      time(m->start, m->end);
-      body_.u(m->deviceId);
-      body_.u(m->contextId);
-      body_.u(m->streamId);
-      body_.u(m->correlationId);
-      body_.u(m->copyKind);
-      body_.u(m->srcKind);
-      body_.u(m->dstKind);
-      body_.u(m->bytes);
-      body_.u(m->flags);
-      return true;
-    }
+      return write_copy(reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record));
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       if (!timed(m->start, m->end)) return false;

@@ -53,6 +53,8 @@ class RecordConverter {
   void note_device_or_context(const CUpti_Activity* record);
   void write_device(uint32_t id);
   bool write_record(const CUpti_Activity* record);  // false: not a record written
+  template <class Copy>
+  bool write_copy(const Copy* record);
   bool timed(uint64_t start, uint64_t end);
   void time(uint64_t start, uint64_t end);
   const std::string& api_name(CUpti_CallbackDomain domain, uint32_t cbid);
