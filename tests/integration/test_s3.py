@@ -806,7 +806,7 @@ class S3Test(TempDirTestCase):
         self.assertIn("s3://%s" % BUCKET, out.stderr)
         self.assertIn("SignatureDoesNotMatch", out.stderr)
         self.assertNotIn(secret, out.stderr + out.stdout)
-        out = self.sprof("nodes", "s3://no-such-bucket/x", check=1)
+        out = self.sprof("nodes", "s3://no-such-bucket/x", check=2)
         self.assertIn("s3://no-such-bucket: no such bucket", out.stderr)
         out = self.sprof("nodes", "s3://%s/nothing/here" % BUCKET, check=2)
         self.assertIn("no objects under this prefix", out.stderr)

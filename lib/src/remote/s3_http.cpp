@@ -365,7 +365,10 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
     if (s >= 500 || s == 429 || code_text == "RequestTimeout" || code_text == "SlowDown") continue;
     if (s == 403) return make_error(ErrorKind::permission, "{}: access denied ({})", where(r), detail);
     if (s == 404) {
-      if (code_text == "NoSuchBucket") return make_error(ErrorKind::io, "s3://{}: no such bucket ({})", r.bucket, detail);
+      // A bucket that is not there is a wrong argument, as a missing directory is (status 2).
+      if (code_text == "NoSuchBucket") {
+        return make_error(ErrorKind::bad_input, "s3://{}: no such bucket ({})", r.bucket, detail);
+      }
       return make_error(ErrorKind::io, "{}: no such key ({})", where(r), r.method == "HEAD" ? "404" : detail);
     }
     return make_error(ErrorKind::io, "{}: {} failed ({})", where(r), r.method, detail);
