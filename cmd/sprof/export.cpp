@@ -137,20 +137,11 @@ void add_export(CLI::App& app, CommandList& commands) {
       if (counts.annotations > 0) what += fmt::format(", {} tasks, markers and counters", counts.annotations);
       what += "; Python slices: " + view.describe();
     } else {
-      uint64_t samples = 0;
-      if (format == "speedscope") {
-        samples = report::write_speedscope(profile, filter, text);
-      } else if (format == "flamegraph") {
-        report::FlamegraphOptions graph;
-        graph.title = !flags->title.empty()
-                          ? flags->title
-                          : fmt::format("{}: {}{}{}", flags->dir, view.describe(),
-                                        flags->gil ? ", GIL holders" : "",
-                                        flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
-        samples = report::write_flamegraph_svg(profile, filter, graph, text);
-      } else {
-        samples = report::write_collapsed(profile, filter, text);
-      }
+      std::string title = !flags->title.empty()
+                              ? flags->title
+                              : fmt::format("{}: {}{}{}", flags->dir, view.describe(), flags->gil ? ", GIL holders" : "",
+                                            flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
+      uint64_t samples = report::write_stacks(*report::parse_stack_format(format), profile, filter, title, text);
       if (samples == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", view.describe());
       what = fmt::format("{} samples, {}", samples, view.describe());
     }

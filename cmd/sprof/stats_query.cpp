@@ -84,24 +84,16 @@ Result<int> print_selection_stacks(const query::StatsSource& source, const query
   const intervals::PythonTimer timer = *source.timer();
   query::SampleFilter filter = query::selection_filter(sampled, selection, timer);
   std::string text;
-  uint64_t samples = 0;
-  if (options.format.format == "speedscope") {
-    samples = report::write_speedscope(sampled.samples, filter, text);
-  } else if (options.format.format == "flamegraph") {
-    report::FlamegraphOptions graph;
-    graph.title = fmt::format("{}: {} ({})", options.profile.profile_dir, description, intervals::to_string(timer));
-    samples = report::write_flamegraph_svg(sampled.samples, filter, graph, text);
-  } else {
-    samples = report::write_collapsed(sampled.samples, filter, text);
-  }
+  const std::string title = fmt::format("{}: {} ({})", options.profile.profile_dir, description, intervals::to_string(timer));
+  uint64_t samples = report::write_stacks(*report::parse_stack_format(options.format.format), sampled.samples, filter,
+                                          title, text);
   if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
 Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
-  const bool stacks = options.format.format == "collapsed" || options.format.format == "speedscope" ||
-                      options.format.format == "flamegraph";
+  const bool stacks = report::parse_stack_format(options.format.format).has_value();
   SPROF_TRY(std::unique_ptr<query::StatsSource> source, open_query_source(options));
   if (stacks && source->sampled() == nullptr) {
     return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "

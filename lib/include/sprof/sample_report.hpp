@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sprof/profile_samples.hpp"
@@ -103,5 +104,13 @@ uint64_t write_flamegraph_svg(const store::ProfileSamples& profile, const Sample
 // speedscope's file format: one sampled profile per (pid, thread), weights in microseconds
 // (the measured interval of each sample).
 uint64_t write_speedscope(const store::ProfileSamples& profile, const SampleFilter& filter, std::string& out);
+
+// The stack formats of export and of the selection commands' -f, in one place.
+enum class StackFormat { collapsed, speedscope, flamegraph };
+// "collapsed" (or "raw"), "speedscope", "flamegraph"; anything else: none.
+std::optional<StackFormat> parse_stack_format(std::string_view name);
+// The samples `filter` keeps, in `format` (title: the flame graph's). Returns the samples written.
+uint64_t write_stacks(StackFormat format, const store::ProfileSamples& profile, const SampleFilter& filter,
+                      const std::string& title, std::string& out);
 
 }  // namespace sprof::report

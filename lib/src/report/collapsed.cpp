@@ -34,6 +34,27 @@ std::string process_frame(const store::ProcessSamples& p) {
 
 }  // namespace
 
+std::optional<StackFormat> parse_stack_format(std::string_view name) {
+  if (name == "collapsed" || name == "raw") return StackFormat::collapsed;
+  if (name == "speedscope") return StackFormat::speedscope;
+  if (name == "flamegraph") return StackFormat::flamegraph;
+  return std::nullopt;
+}
+
+uint64_t write_stacks(StackFormat format, const store::ProfileSamples& profile, const SampleFilter& filter,
+                      const std::string& title, std::string& out) {
+  switch (format) {
+    case StackFormat::speedscope: return write_speedscope(profile, filter, out);
+    case StackFormat::flamegraph: {
+      FlamegraphOptions graph;
+      graph.title = title;
+      return write_flamegraph_svg(profile, filter, graph, out);
+    }
+    case StackFormat::collapsed: break;
+  }
+  return write_collapsed(profile, filter, out);
+}
+
 std::vector<std::string> fold_import_machinery(const std::vector<std::string>& frames) {
   std::vector<std::string> out;
   out.reserve(frames.size());
