@@ -2,20 +2,12 @@
 // raw samples and step timeline, e.g. with another timer or another profiling window, as record
 // does at its end.
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <optional>
-
 #include <fmt/format.h>
 
 #include "command.hpp"
 #include "progress_line.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/recorder.hpp"
-#include "sprof/temp_dir.hpp"
 #include "window_flags.hpp"
 
 namespace sprof::cli {
@@ -30,28 +22,19 @@ struct StatsDirsFlags {
 };
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
-  // A profile on S3: rewritten in a local copy, then put back (changed files up, removed ones gone).
-  std::optional<remote::ProfileCopy> copy;
-  TempDir scratch;  // the local copy, removed on every way out
-  std::string dir = flags.dir;
-  if (remote::is_s3_url(flags.dir)) {
-    SPROF_TRY(scratch, TempDir::create("sprof-stats-dirs-"));
-    SPROF_TRY(copy, remote::copy_mounted_profile(flags.dir, scratch.path(), s3_options()));
-    dir = copy->dir.string();
-  }
   recorder::StatsDirsPlan plan;
   SPROF_TRY(plan.window, window_from_flags(flags.window));
   plan.every_interval = flags.every_interval;
   plan.timer = *intervals::parse_python_timer(flags.python_timer);
   plan.empty_dirs = flags.empty_dirs;
   plan.progress = stats_directories_progress();
-  SPROF_TRY(recorder::StatsDirsResult result, recorder::rewrite_stats_directories(dir, plan));
+  SPROF_TRY(recorder::StatsDirsAtResult result, recorder::rewrite_stats_directories_at(flags.dir, plan, s3_options()));
   if (!global_options().quiet) {
-    if (result.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
-    fmt::print(stderr, "sprof: wrote {} in {}\n", result.summary.text(), flags.dir);
+    if (result.rewrite.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
+    fmt::print(stderr, "sprof: wrote {} in {}\n", result.rewrite.summary.text(), flags.dir);
   }
-  if (copy) {
-    SPROF_TRY(remote::UploadSummary up, remote::put_back(*copy, s3_options()));
+  if (result.put_back) {
+    const remote::UploadSummary& up = *result.put_back;
     for (const std::string& f : up.failed) fmt::print(stderr, "sprof: not put back: {}\n", f);
     if (!up.failed.empty()) return make_error(ErrorKind::io, "{}: {} changes not put back (above)", flags.dir, up.failed.size());
     if (!global_options().quiet) fmt::print(stderr, "sprof: put back {} changed files in {}\n", up.uploaded, flags.dir);

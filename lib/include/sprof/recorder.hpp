@@ -17,6 +17,7 @@
 #include "sprof/launch.hpp"
 #include "sprof/python_profiling.hpp"
 #include "sprof/result.hpp"
+#include "sprof/s3.hpp"
 #include "sprof/step_hook.hpp"
 
 namespace sprof::recorder {
@@ -64,5 +65,15 @@ struct StatsDirsResult {
 
 // Usage errors: not a profile root with raw samples, a window together with every_interval.
 Result<StatsDirsResult> rewrite_stats_directories(const std::filesystem::path& dir, const StatsDirsPlan& plan);
+
+// The same for a local directory or an s3:// profile: one on S3 is rewritten in a local copy
+// (under $TMPDIR, removed after) and put back, changed files up and removed ones gone;
+// `put_back` then says what was uploaded and what failed.
+struct StatsDirsAtResult {
+  StatsDirsResult rewrite;
+  std::optional<remote::UploadSummary> put_back;
+};
+Result<StatsDirsAtResult> rewrite_stats_directories_at(const std::string& dir_or_url, const StatsDirsPlan& plan,
+                                                       const remote::S3Options& s3);
 
 }  // namespace sprof::recorder

@@ -5,6 +5,7 @@
 #include "sprof/profile_samples.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/step_timeline.hpp"
+#include "sprof/temp_dir.hpp"
 
 namespace sprof::recorder {
 
@@ -54,6 +55,20 @@ Result<StatsDirsResult> rewrite_stats_directories(const std::filesystem::path& d
   }
   SPROF_TRY_STATUS(store::write_manifest(dir, manifest));
   return result;
+}
+
+Result<StatsDirsAtResult> rewrite_stats_directories_at(const std::string& dir_or_url, const StatsDirsPlan& plan,
+                                                       const remote::S3Options& s3) {
+  StatsDirsAtResult out;
+  if (!remote::is_s3_url(dir_or_url)) {
+    SPROF_TRY(out.rewrite, rewrite_stats_directories(dir_or_url, plan));
+    return out;
+  }
+  SPROF_TRY(TempDir scratch, TempDir::create("sprof-stats-dirs-"));
+  SPROF_TRY(remote::ProfileCopy copy, remote::copy_mounted_profile(dir_or_url, scratch.path(), s3));
+  SPROF_TRY(out.rewrite, rewrite_stats_directories(copy.dir, plan));
+  SPROF_TRY(out.put_back, remote::put_back(copy, s3));
+  return out;
 }
 
 }  // namespace sprof::recorder
