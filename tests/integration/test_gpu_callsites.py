@@ -234,6 +234,30 @@ class GpuCallSites(TempDirTestCase):
         self.assertIn("algo-1", by_rule["OverallSystemUsage"]["Details"]["GPU"])
         self.assertIn("backward_kernel(float*)", text)
 
+    def test_report_timeline_has_the_stream_and_the_thread(self):
+        page = os.path.join(self.tmp, "report.html")
+        run_sprof("report", self.profile, "-o", page, check=0)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        start = html.index('id="sprof-data">') + len('id="sprof-data">')
+        data = json.loads(html[start:html.index("</script>", start)])
+        rows = data["timeline"]["rows"]
+        gpu = [r for r in rows if r["gpu"]]
+        self.assertEqual(len(gpu), 1, [r["label"] for r in rows])
+        self.assertRegex(gpu[0]["label"], r"^GPU \d+ stream \d+$")
+        spans = [gpu[0]["spans"][i:i + 4] for i in range(0, len(gpu[0]["spans"]), 4)]
+        names = data["timeline"]["names"]
+        self.assertEqual(len(spans), 24)  # the kernels never touch: one span each
+        for begin, end, name, idle in spans:
+            want = 0.001 if names[name] == "forward_kernel(float*)" else 0.0025
+            self.assertAlmostEqual(end - begin, want, delta=2e-6)
+        # The workload's thread is a row too, and its spans cover the loops it logged.
+        main = [r for r in rows if not r["gpu"] and r["pid"] == self.run_info["pid"]]
+        self.assertTrue(main)
+        covered = sum(r["spans"][i + 1] - r["spans"][i] for r in main for i in range(0, len(r["spans"]), 4))
+        logged = sum(t1 - t0 for _, t0, t1 in self.run_info["log"]) / 1e9
+        self.assertGreater(covered, logged * 0.9)
+
     def test_a_trace_file_has_no_call_sites(self):
         trace = os.path.join(self.tmp, "t.json")
         with open(trace, "w") as f:
