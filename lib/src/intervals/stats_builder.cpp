@@ -149,9 +149,9 @@ void for_each_in_spans(const store::SampleLog& log, const std::vector<TimeSpan>&
                        const std::function<void(const store::SampleRecord&, int64_t weight_ns)>& fn) {
   for (const TimeSpan& span : spans) {
     log.for_each_sample(span.begin_ns, span.end_ns, [&](const store::SampleRecord& r) {
-      const int64_t since_begin = r.time_ns - span.begin_ns;  // span.begin_ns may be INT64_MIN
-      const bool clipped = span.begin_ns > INT64_MIN && since_begin < r.weight_ns;
-      fn(r, clipped ? since_begin : r.weight_ns);
+      // (span.begin_ns may be INT64_MIN: compare the sample's start with it, never subtract it.)
+      const bool clipped = r.time_ns - std::max<int64_t>(r.weight_ns, 0) < span.begin_ns;
+      fn(r, clipped ? r.time_ns - span.begin_ns : r.weight_ns);
     });
   }
 }
