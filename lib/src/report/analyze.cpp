@@ -210,20 +210,23 @@ Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const st
 }
 
 // An attached process was in the middle of a step when sprof attached, and may be when it detached:
-// a step that starts at the first samples or ends at the last (within two sampling periods, the
-// sampler's resolution) is only the part of a step the window saw. Removed from `steps`.
-std::vector<StepRecord> take_partial_steps(const store::Manifest& m, std::vector<StepRecord>& steps) {
+// a step that starts by the process's first sample or ends at its last (within two sampling
+// periods, the sampler's resolution) is only the part of a step the window saw. Removed from
+// `steps`. The samples, not the attach and detach times, mark the window's edges: on a loaded
+// machine the first tick can come well after the attach.
+std::vector<StepRecord> take_partial_steps(const store::ProfileSamples& samples, std::vector<StepRecord>& steps) {
+  const store::Manifest& m = *samples.manifest;
   const int64_t slack_us = m.rate_hz > 0 ? static_cast<int64_t>(2e6 / m.rate_hz) : 20'000;
+  const bool ran_on = m.running_at_end.value_or(false);
   std::vector<StepRecord> partial;
   std::vector<StepRecord> whole;
   for (StepRecord& s : steps) {
     bool cut = false;
-    for (const auto& p : m.processes) {
-      if (p.pid != s.pid || p.attach_ns == 0) continue;
-      cut = s.start_us <= m.to_epoch_us(p.attach_ns) + slack_us;
-      if (p.detach_ns != 0 && (m.running_at_end.value_or(false) || p.pid != m.target_pid)) {
-        cut = cut || s.end_us >= m.to_epoch_us(p.detach_ns) - slack_us;
-      }
+    for (const auto& p : samples.processes) {
+      if (p.log.pid() != s.pid || p.log.sample_count() == 0) continue;
+      cut = s.start_us <= m.to_epoch_us(p.log.first_ns()) + slack_us;
+      // A process that exited ended its last step itself; one that ran on was cut.
+      if (ran_on || p.log.pid() != m.target_pid) cut = cut || s.end_us >= m.to_epoch_us(p.log.last_ns()) - slack_us;
     }
     (cut ? partial : whole).push_back(std::move(s));
   }
@@ -272,7 +275,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
       spdlog::warn("{}", report.warnings.back());
     }
   }
-  if (manifest != nullptr && manifest->mode == "attach") report.partial_steps = take_partial_steps(*manifest, steps);
+  if (manifest != nullptr && manifest->mode == "attach") report.partial_steps = take_partial_steps(*samples, steps);
   report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
   summarize_iterations(steps, trace.events, samples ? &*samples : nullptr, options.phase_functions, report);
   report.steps = steps;
