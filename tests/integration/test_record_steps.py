@@ -87,14 +87,24 @@ class TorchStepsTest(StepsTestCase):
         steps = tl[main_pid]["steps"]
         self.assertEqual(len(steps), len(theirs))
         interval_ns = 1e9 / rate
-        worst = 0
+        diffs = []
         for ours, mine in zip(steps, theirs):
             self.assertEqual(ours["mode"], mine["mode"])
-            worst = max(worst, abs(ours["begin"] - mine["begin"]), abs(ours["end"] - mine["end"]))
+            diffs += [abs(ours["begin"] - mine["begin"]), abs(ours["end"] - mine["end"])]
             self.assertIsNotNone(ours["forward_pass_end"])
             self.assertTrue(ours["begin"] < ours["forward_pass_end"] <= ours["end"], ours)
-        print("worst step boundary difference: %.3f ms (sample interval %.1f ms)" % (worst / 1e6, interval_ns / 1e6))
-        self.assertLessEqual(worst, interval_ns)
+        diffs.sort()
+        median, worst = diffs[len(diffs) // 2], diffs[-1]
+        print("step boundary difference: median %.3f ms, worst %.3f ms (sample interval %.1f ms)"
+              % (median / 1e6, worst / 1e6, interval_ns / 1e6))
+        # Between a marker and the script's own timestamp run a few lines of Python: microseconds,
+        # so the typical difference is far under a sample interval; any offset in how markers are
+        # timed would move the median. A single boundary can also hold a preemption, which on a
+        # loaded 2-core machine (each core shared by a test, the load and the sampler) lasts a few
+        # scheduler periods (CFS's 24 ms latency target times the runnable tasks): 49 ms was seen
+        # under scripts/flake-hunt. Bound it at ten sample intervals (200 ms), not one.
+        self.assertLessEqual(median, interval_ns / 10)
+        self.assertLessEqual(worst, 10 * interval_ns)
         kinds = tl[main_pid]["intervals"]
         self.assertEqual(kinds[0], "pre_step_zero")
         self.assertEqual(kinds[-1], "post_hook_close")

@@ -1,6 +1,7 @@
 #include "sprof/sampled_profile.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <system_error>
@@ -94,16 +95,16 @@ Aggregate aggregate_samples(const SampledProfile& profile, const Selection& reco
     for (size_t t = 0; t < stats.thread_seconds.size(); ++t) state.thread_seconds[t] += stats.thread_seconds[t];
     out.table.add(stats.table);
     out.used.push_back(record);
-    // Wall time: what the spans cover of the sampled life (the first and last intervals own the
-    // time before and after them), which starts at the attach: the first sample's weight reaches
-    // back to it.
+    // Wall time: the spans' durations. The first and last intervals own all time before and after
+    // them (open spans): theirs is what they cover of the sampled life, which starts at the attach
+    // (the first sample's weight reaches back to it) and ends at the last sample.
     const int64_t life_begin =
         log.processes().empty() || log.processes().front().attach_ns == 0
             ? log.first_ns()
             : std::min(log.first_ns(), log.processes().front().attach_ns);
     for (const TimeSpan& span : interval.spans) {
-      int64_t begin = std::max(span.begin_ns, life_begin);
-      int64_t end = std::min(span.end_ns, log.last_ns());
+      int64_t begin = span.begin_ns == INT64_MIN ? life_begin : span.begin_ns;
+      int64_t end = span.end_ns == INT64_MAX ? log.last_ns() : span.end_ns;
       if (end > begin) out.wall_seconds += static_cast<double>(end - begin) / 1e9;
     }
   }
