@@ -47,22 +47,29 @@ void append(TimelineRow& row, double start_s, double end_s, uint32_t name, bool 
   row.segments.push_back({start_s, end_s, name, idle});
 }
 
-// Rows whose segments would be narrower than a pixel of a wide screen keep the longer of two
-// neighbours' names: the panel stays a few tens of thousands of segments for any run.
+// Spans narrower than `quantum_s` (a pixel of a wide screen) are gathered, in order, into buckets
+// of about that width, each named for its longest piece: the panel stays a few tens of thousands
+// of spans for any run, and a bucket never grows past the quantum, so the run keeps its detail.
 void coarsen(TimelineRow& row, double quantum_s) {
   std::vector<TimelineSegment> out;
+  double longest = 0;  // of the pieces in out.back()
   for (const TimelineSegment& s : row.segments) {
-    if (!out.empty() && (s.end_s - s.start_s < quantum_s || out.back().end_s - out.back().start_s < quantum_s) &&
-        s.start_s - out.back().end_s < quantum_s) {
+    const double length = s.end_s - s.start_s;
+    if (!out.empty()) {
       TimelineSegment& last = out.back();
-      if (s.end_s - s.start_s > last.end_s - last.start_s) {
-        last.name = s.name;
-        last.idle = s.idle;
+      const bool small = length < quantum_s && last.end_s - last.start_s < quantum_s;
+      if (small && s.start_s - last.end_s < quantum_s && s.end_s - last.start_s <= 2 * quantum_s) {
+        if (length > longest) {
+          longest = length;
+          last.name = s.name;
+          last.idle = s.idle;
+        }
+        last.end_s = s.end_s;
+        continue;
       }
-      last.end_s = s.end_s;
-      continue;
     }
     out.push_back(s);
+    longest = length;
   }
   row.segments = std::move(out);
 }
@@ -135,7 +142,8 @@ void fit_timeline(Timeline& timeline, double duration_s, size_t max_segments) {
   // Each pass doubles the quantum from a 4000th of the run: a fine panel where it fits.
   for (double quantum = duration_s / 4000; segment_count(timeline) > max_segments && quantum < duration_s; quantum *= 2) {
     for (TimelineRow& row : timeline.rows) coarsen(row, quantum);
-    timeline.note = fmt::format("spans shorter than {:.3g} ms merged into their neighbours", quantum * 1e3);
+    timeline.note = quantum >= 1 ? fmt::format("spans shorter than {:.3g} s merged into their neighbours", quantum)
+                                 : fmt::format("spans shorter than {:.3g} ms merged into their neighbours", quantum * 1e3);
   }
 }
 
