@@ -236,7 +236,10 @@ IntervalStats StatsBuilder::build(const std::vector<TimeSpan>& spans, PythonTime
     if (!selected(r.thread)) return;
     if (r.thread >= threads.size()) threads.resize(r.thread + 1);
     if (r.thread >= out.thread_seconds.size()) out.thread_seconds.resize(r.thread + 1, 0.0);
-    if (r.thread >= held.size()) held.resize(r.thread + 1, 0), idle_held.resize(r.thread + 1, 0);
+    if (r.thread >= held.size()) {
+      held.resize(r.thread + 1, 0);
+      idle_held.resize(r.thread + 1, 0);
+    }
     const double w = static_cast<double>(weight_ns) / 1e9;
     if (!r.idle()) out.cpu_seconds += w;
     const bool kept = r.stack != 0 && timer_keeps(timer, r);

@@ -64,7 +64,7 @@
     return [{ label: "seconds since the job started", values: function (u, splits) { return splits.map(function (v) { return +v.toPrecision(4) + " s"; }); } },
             { label: yLabel, size: 80, values: function (u, splits) { return splits.map(yTick); } }];
   }
-  function timeSeries() { return { label: "time", value: function (u, v) { return v === null || v === undefined ? "--" : v.toFixed(3) + " s"; } }; }
+  function timeSeries() { return { label: "time" }; }
   function timeScales() { return { x: { time: false, range: [0, JOB_S] } }; }
   function section(id) { return document.getElementById(id); }
   // smdebug names a machine's system metrics algo-<n>; the job's machines say which host that is.
@@ -382,12 +382,10 @@
     modes.forEach(function (m) {
       data.push(order.map(function (i) { return steps[i].mode === m ? steps[i].seconds : null; }));
       series.push({ label: m + " step", stroke: MODE_COLOURS[m] || "#333", paths: function () { return null; },
-                    value: function (u, v) { return v === null || v === undefined ? "--" : secondsTick(v); },
                     points: { show: true, size: 6, fill: MODE_COLOURS[m] || "#333" } });
     });
     data.push(order.map(function (i) { return steps[i].outlier ? steps[i].seconds : null; }));
     series.push({ label: "outlier", stroke: "#d62728", paths: function () { return null; },
-                  value: function (u, v) { return v === null || v === undefined ? "--" : secondsTick(v); },
                   points: { show: true, size: 12, width: 2, fill: "transparent", stroke: "#d62728" } });
     var div = el("div", { id: "steps-chart", class: "chart" });
     box.appendChild(div);
@@ -449,8 +447,7 @@
         var series = [timeSeries()], tick = unitTick(unit === "value" ? "" : unit);
         units[unit].forEach(function (s, k) {
           data.push(s.values.map(function (v) { return v === null ? null : v; }));
-          series.push({ label: s.name, stroke: LINE_COLOURS[k % LINE_COLOURS.length], width: 1.5,
-                        value: function (u, v) { return v === null || v === undefined ? "--" : tick(v); } });
+          series.push({ label: s.name, stroke: LINE_COLOURS[k % LINE_COLOURS.length], width: 1.5 });
         });
         new uPlot({ width: Math.max(600, box.clientWidth || 1100), height: 220, series: series, scales: timeScales(), legend: { live: false },
                     axes: timeAxes(unit, tick),
