@@ -127,6 +127,7 @@ void merge_spans(std::vector<std::pair<int64_t, int64_t>>& spans) {
 //   moves out of the call: to its start when the call began after the stack's last change and
 //   the start of what is open (the call then runs under the stack seen during it), else to its
 //   end (it ran under the earlier stack), so that the call nests instead of straddling an edge;
+//   the end of the thread's samples is such a change;
 // - each thread's slices are written sorted by start, longest first, outermost first, in the
 //   whole µs the trace holds (two ends a few ns apart can floor to one µs), and a slice shorter
 //   than a µs is left out.
@@ -234,8 +235,12 @@ void python_slices(TraceText& t, const store::SampleLog& log, const query::Sampl
   });
   for (uint32_t i = 0; i < threads.size(); ++i) {
     ThreadState& s = threads[i];
-    cut_at_edges(i, s.last_ns + s.last_weight);
-    close_from(i, 0, s.last_ns + s.last_weight);
+    // The last sample's reach is a guess at when the stack ended; a CUDA call running then moves
+    // it as any other change (a sampler preempted under load leaves the end of a window without
+    // samples, mid-call).
+    int64_t end = s.last_ns + s.last_weight;
+    cut_at_edges(i, end);
+    close_from(i, 0, change_at(s, end));
     std::sort(s.slices.begin(), s.slices.end(), [](const Slice& a, const Slice& b) {
       if (a.start_us != b.start_us) return a.start_us < b.start_us;
       if (a.end_us != b.end_us) return a.end_us > b.end_us;
