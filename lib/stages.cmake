@@ -46,9 +46,9 @@ sprof_stage(rules DEPS store
 sprof_stage(watch DEPS launch rules store timeline
   HEADERS rule_watch)
 sprof_stage(report DEPS query rules store timeline
-  HEADERS analyze chrome_trace gpu_report marker_stats report_views sample_report)
+  HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff report_views sample_report)
 sprof_stage(render DEPS live pyframes query report rules store
-  HEADERS top_render analyze_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
+  HEADERS top_render analyze_render diff_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
           text_table)
 sprof_stage(traces DEPS launch report store timeline
   HEADERS trace_windows)

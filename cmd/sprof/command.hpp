@@ -71,6 +71,7 @@ void add_stats_dirs(CLI::App& app, CommandList& commands);
 void add_analyze(CLI::App& app, CommandList& commands);
 void add_markers(CLI::App& app, CommandList& commands);
 void add_gpu(CLI::App& app, CommandList& commands);
+void add_diff(CLI::App& app, CommandList& commands);
 void add_upload(CLI::App& app, CommandList& commands);
 void add_top(CLI::App& app, CommandList& commands);
 

@@ -146,6 +146,7 @@ void add_all_commands(CLI::App& app, CommandList& commands) {
   add_analyze(app, commands);
   add_markers(app, commands);
   add_gpu(app, commands);
+  add_diff(app, commands);
   add_upload(app, commands);
   add_top(app, commands);
   add_sysmon(app, commands);

@@ -69,7 +69,7 @@ Result<int> mount_s3_arguments(const CLI::App& sub) {
   for (const CLI::Option* option : sub.get_options()) {
     if (!option->get_positional()) continue;
     const std::string& name = option->get_name();
-    if (name != "dir" && name != "DIR" && name != "PROFILE_DIR" && name != "path") continue;
+    if (name != "dir" && name != "DIR" && name != "PROFILE_DIR" && name != "path" && name != "BASE" && name != "NEW") continue;
     for (const std::string& value : option->results()) {
       if (!remote::is_s3_url(value)) continue;
       SPROF_TRY(remote::MountedProfile mounted, remote::mount_s3_profile(value, s3_options()));

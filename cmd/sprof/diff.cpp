@@ -1,0 +1,132 @@
+// sprof diff BASE NEW: what changed between two runs, and --fail-on-regression for CI.
+
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "exit_codes.hpp"
+#include "output_format.hpp"
+#include "query_args.hpp"
+#include "sprof/diff_render.hpp"
+#include "sprof/profile_diff.hpp"
+
+namespace sprof::cli {
+namespace {
+
+struct DiffFlags {
+  std::string base, next;
+  std::string mode = "train";
+  std::string base_steps, new_steps;
+  double confidence = 0.95;
+  size_t top = 15;
+  bool json = false;
+  bool on_cpu = false;
+  bool all_threads = false;
+  std::optional<double> fail_on_regression;
+  std::vector<std::string> thresholds;
+};
+
+// "A-B", "A-" or "A": the mode's steps A to B, inclusive.
+Status parse_steps(const std::string& flag, const std::string& text, report::DiffSideInput& side) {
+  if (text.empty()) return {};
+  auto number = [&](const std::string& part) -> Result<int64_t> {
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || value < 0) {
+      return make_error(ErrorKind::usage, "{} {}: give steps as FIRST-LAST, FIRST- or STEP (numbers of the mode's steps)", flag, text);
+    }
+    return value;
+  };
+  size_t dash = text.find('-');
+  SPROF_TRY(int64_t first, number(text.substr(0, dash)));
+  side.first_step = first;
+  if (dash == std::string::npos) {
+    side.last_step = first;
+  } else if (dash + 1 < text.size()) {
+    SPROF_TRY(int64_t last, number(text.substr(dash + 1)));
+    if (last < first) return make_error(ErrorKind::usage, "{} {}: the last step comes before the first", flag, text);
+    side.last_step = last;
+  }
+  return {};
+}
+
+Result<report::RegressionThresholds> thresholds_of(const DiffFlags& f) {
+  report::RegressionThresholds t;
+  if (f.fail_on_regression) t.step = t.iteration = t.input_wait = t.function = t.kernel = *f.fail_on_regression;
+  for (const std::string& spec : f.thresholds) {
+    size_t eq = spec.find('=');
+    std::string kind = spec.substr(0, eq);
+    double value = 0;
+    size_t used = 0;
+    try {
+      if (eq != std::string::npos) value = std::stod(spec.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    std::optional<double>* slot = kind == "step" ? &t.step : kind == "iteration" ? &t.iteration : kind == "input_wait" ? &t.input_wait
+                                  : kind == "function" ? &t.function : kind == "kernel" ? &t.kernel : nullptr;
+    if (slot == nullptr || eq == std::string::npos || used == 0 || used != spec.size() - eq - 1 || value < 0) {
+      return make_error(ErrorKind::usage, "--threshold {}: give KIND=PERCENT, KIND one of step, iteration, input_wait, "
+                        "function, kernel", spec);
+    }
+    *slot = value;
+  }
+  return t;
+}
+
+Result<int> run_diff(const DiffFlags& f) {
+  report::DiffOptions options;
+  options.base.path = f.base;
+  options.next.path = f.next;
+  options.mode = mode_from_name(f.mode);
+  SPROF_TRY_STATUS(parse_steps("--base-steps", f.base_steps, options.base));
+  SPROF_TRY_STATUS(parse_steps("--new-steps", f.new_steps, options.next));
+  options.confidence = f.confidence;
+  options.time_view.on_cpu = f.on_cpu;
+  options.time_view.all_threads = f.all_threads;
+  SPROF_TRY(report::RegressionThresholds thresholds, thresholds_of(f));
+  SPROF_TRY(report::ProfileDiff diff, report::diff_profiles(options));
+  std::vector<report::Regression> found = report::regressions(diff, thresholds);
+  if (f.json) {
+    fmt::print("{}", render::diff_json(diff, found));
+  } else {
+    fmt::print("{}", render::diff_text(diff, found, f.top, global_options().color_enabled, terminal_width()));
+  }
+  std::fflush(stdout);
+  return found.empty() ? kExitSuccess : kExitIssuesFound;
+}
+
+}  // namespace
+
+void add_diff(CLI::App& app, CommandList& commands) {
+  auto f = std::make_shared<DiffFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "diff", "What changed between two runs (or two step ranges of one): step times, functions and GPU kernels per "
+              "step, each change with its confidence interval; --fail-on-regression for CI");
+  sub->add_option("BASE", f->base, "The run compared against: a profile directory, s3:// URL, or Chrome trace")->required();
+  sub->add_option("NEW", f->next, "The run compared: the same kinds")->required();
+  sub->add_option("--mode", f->mode, "The steps compared: train, eval, predict or global")
+      ->check(CLI::IsMember({"train", "eval", "predict", "global"}))
+      ->capture_default_str();
+  sub->add_option("--base-steps", f->base_steps, "Only these steps of BASE: FIRST-LAST, FIRST- or STEP");
+  sub->add_option("--new-steps", f->new_steps, "Only these steps of NEW: FIRST-LAST, FIRST- or STEP");
+  sub->add_option("--confidence", f->confidence, "Confidence of the intervals")->check(CLI::Range(0.5, 0.999))->capture_default_str();
+  sub->add_option("--top", f->top, "Functions and kernels in the text tables")->check(CLI::PositiveNumber)->capture_default_str();
+  sub->add_flag("--json", f->json, "One JSON object: every function and kernel");
+  sub->add_flag("--on-cpu", f->on_cpu, "Functions' on-CPU time only (default: wall time of the step threads)");
+  sub->add_flag("--all-threads", f->all_threads, "Functions of every thread (default: the threads that run steps)");
+  sub->add_option("--fail-on-regression", f->fail_on_regression,
+                  "Exit with status 3 when a step time, a function's or a kernel's time per step grew by more than PCT "
+                  "percent and its interval lies above zero")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--threshold", f->thresholds,
+                  "A threshold of one kind, KIND=PCT (step, iteration, input_wait: of the base median; function: of the "
+                  "base median step; kernel: of the base kernel time per step); repeatable");
+  commands.push_back(Command{sub, [f] { return run_diff(*f); }});
+}
+
+}  // namespace sprof::cli

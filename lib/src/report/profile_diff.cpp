@@ -1,0 +1,455 @@
+// `sprof diff`: two sides read as analyze and the GPU views read them, then compared step by step.
+// Steps are the units every interval is taken over: a step's duration, a function's sampled time
+// in the step, a kernel's time in the step. Samples of one call are not independent draws (a
+// 30 ms call sampled at 1 kHz gives 30 samples or none), so an interval over samples, as a
+// binomial one, is too narrow and raises false alarms; one over steps carries the real noise.
+
+#include "sprof/profile_diff.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "rules/numeric.hpp"
+#include "sprof/analyze.hpp"
+#include "sprof/gpu_report.hpp"
+#include "sprof/profile_samples.hpp"
+
+namespace fs = std::filesystem;
+
+namespace sprof::report {
+namespace {
+
+struct FunctionSums {
+  std::string name, file;
+  int32_t line = 0;
+  Moments self, total;
+  int64_t step = -1;  // the step being summed
+  double step_self = 0, step_total = 0;
+  void close_step() {
+    if (step >= 0) {
+      self.add(step_self);
+      total.add(step_total);
+    }
+    step = -1;
+    step_self = step_total = 0;
+  }
+};
+
+struct KernelSums {
+  Moments time;
+  double launches = 0;
+};
+
+struct GpuSide {
+  std::map<std::string, KernelSums> kernels;
+  Moments kernel_total;
+  double steps = 0;
+  double idle_share = 0;
+  double launch_delay_us = 0;
+};
+
+struct SideData {
+  DiffSide side;
+  std::vector<double> step_s, iteration_s, wait_s;
+  std::map<std::string, FunctionSums> functions;  // by file "\n" name
+  Moments sampled;
+  std::optional<GpuSide> gpu;
+  std::string gpu_note;
+  std::vector<SystemUsageRow> system;
+  std::vector<rules::RuleResult> rules;
+};
+
+bool is_trace_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  std::string name = path.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+bool in_range(const DiffSideInput& input, int64_t step) {
+  return (!input.first_step || step >= *input.first_step) && (!input.last_step || step <= *input.last_step);
+}
+
+std::string range_text(const DiffSideInput& input) {
+  if (!input.first_step && !input.last_step) return "";
+  return fmt::format(" in steps {}-{}", input.first_step ? std::to_string(*input.first_step) : "",
+                     input.last_step ? std::to_string(*input.last_step) : "");
+}
+
+// The step threads' samples in the selected steps, summed per function and step.
+Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>& steps, const TimeView& view,
+                      SideData& data) {
+  SPROF_TRY(store::ProfileSamples samples, store::load_profile_samples(dir));
+  if (samples.processes.empty() || !samples.manifest) return {};
+  data.side.has_samples = true;
+  const int64_t offset = samples.manifest->epoch_offset_ns();
+  // Each process's selected steps as [begin, end) CLOCK_MONOTONIC ns, by begin, with a unit index.
+  struct Window {
+    int64_t begin, end;
+    int64_t unit;
+  };
+  std::map<int64_t, std::vector<Window>> windows;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    windows[steps[i]->pid].push_back({steps[i]->start_us * 1000 - offset, steps[i]->end_us * 1000 - offset, int64_t(i)});
+  }
+  for (auto& [pid, w] : windows) std::sort(w.begin(), w.end(), [](const Window& a, const Window& b) { return a.begin < b.begin; });
+  std::vector<double> sampled(steps.size(), 0);
+  const SampleFilter filter = time_view_filter(view, samples);
+  std::vector<uint32_t> frames;
+  for (const store::ProcessSamples& p : samples.processes) {
+    const store::SampleLog& log = p.log;
+    auto w = windows.find(log.pid());
+    if (w == windows.end()) continue;
+    const std::vector<Window>& pw = w->second;
+    std::vector<FunctionSums*> function_of(log.functions().size(), nullptr);
+    std::vector<uint64_t> seen(log.functions().size(), 0);
+    uint64_t sample_index = 0;
+    const std::vector<bool> mask = filter.thread_mask(log);
+    log.for_each_sample([&](const store::SampleRecord& r) {
+      if (!filter.keeps(r, mask)) return;
+      auto after = std::upper_bound(pw.begin(), pw.end(), r.time_ns, [](int64_t t, const Window& x) { return t < x.begin; });
+      if (after == pw.begin() || r.time_ns >= (after - 1)->end) return;
+      const int64_t unit = (after - 1)->unit;
+      const double seconds = double(std::max<int64_t>(r.weight_ns, 0)) / 1e9;
+      sampled[size_t(unit)] += seconds;
+      log.stack_frames(r.stack, frames);  // leaf first
+      ++sample_index;
+      for (size_t i = 0; i < frames.size(); ++i) {
+        uint32_t fn = log.frames()[frames[i]].function;
+        FunctionSums*& sums = function_of[fn];
+        if (sums == nullptr) {
+          const store::LogFunction& f = log.functions()[fn];
+          sums = &data.functions[f.file + "\n" + f.name];
+          if (sums->name.empty()) {
+            sums->name = f.name;
+            sums->file = f.file;
+          }
+          sums->line = f.first_line;
+        }
+        if (sums->step != unit) {
+          sums->close_step();
+          sums->step = unit;
+        }
+        if (i == 0) sums->step_self += seconds;
+        if (seen[fn] != sample_index) {  // once per sample, however deep the recursion
+          seen[fn] = sample_index;
+          sums->step_total += seconds;
+        }
+      }
+    });
+    for (auto& [key, sums] : data.functions) sums.close_step();
+  }
+  for (double s : sampled) data.sampled.add(s);
+  data.side.sampled_s_per_step = data.sampled.mean();
+  for (auto& [key, sums] : data.functions) {  // the steps without the function count as zeros
+    sums.self.n = sums.total.n = double(steps.size());
+  }
+  return {};
+}
+
+// Kernels per selected step: each kernel counted in the step its start falls in.
+void read_gpu(const fs::path& path, Mode mode, const DiffSideInput& input, bool trace_file, SideData& data) {
+  Result<GpuInput> loaded = load_gpu_input(path);
+  if (!loaded.ok()) {
+    data.gpu_note = loaded.error().message;
+    return;
+  }
+  const GpuInput& gpu = *loaded;
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  for (const GpuStepWindow& s : gpu.steps) {
+    if ((trace_file || s.mode == mode) && in_range(input, s.step)) windows.emplace_back(s.start_ns, s.end_ns);
+  }
+  std::sort(windows.begin(), windows.end());
+  // A trace without ProfilerStep#N is one unit: its totals compare, without intervals.
+  if (windows.empty() && trace_file && gpu.steps.empty() && !input.first_step && !input.last_step) {
+    windows.emplace_back(INT64_MIN, INT64_MAX);
+  }
+  if (windows.empty()) {
+    data.gpu_note = fmt::format("{}: no {} step{} in its GPU trace", path.string(), trace_file ? "ProfilerStep#" : to_string(mode),
+                                range_text(input));
+    return;
+  }
+  GpuSide side;
+  side.steps = double(windows.size());
+  GpuSelection selection;
+  selection.windows = windows;
+  struct Entry {
+    std::string_view kernel;
+    size_t unit;
+    int64_t ns;
+  };
+  std::vector<Entry> entries;
+  std::vector<double> per_step(windows.size(), 0);
+  for (const store::GpuOp& op : gpu.trace.ops) {
+    if (op.kind != store::GpuOpKind::kernel) continue;
+    auto after = std::upper_bound(windows.begin(), windows.end(), std::make_pair(op.start_ns, INT64_MAX));
+    if (after == windows.begin() || op.start_ns >= (after - 1)->second) continue;
+    size_t unit = size_t(after - windows.begin() - 1);
+    entries.push_back({op.name, unit, op.duration_ns()});
+    per_step[unit] += double(op.duration_ns()) / 1e9;
+  }
+  for (double s : per_step) side.kernel_total.add(s);
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.kernel != b.kernel ? a.kernel < b.kernel : a.unit < b.unit;
+  });
+  for (size_t i = 0; i < entries.size();) {
+    KernelSums& k = side.kernels[std::string(entries[i].kernel)];
+    size_t j = i;
+    while (j < entries.size() && entries[j].kernel == entries[i].kernel) {
+      double step_s = 0;
+      size_t unit = entries[j].unit;
+      for (; j < entries.size() && entries[j].kernel == entries[i].kernel && entries[j].unit == unit; ++j) {
+        step_s += double(entries[j].ns) / 1e9;
+        k.launches += 1;
+      }
+      k.time.add(step_s);
+    }
+    k.time.n = side.steps;
+    i = j;
+  }
+  int64_t span = 0, idle = 0;
+  for (const BreakdownRow& row : temporal_breakdown(gpu, selection, false)) {
+    span += row.span_ns;
+    idle += row.idle_ns;
+  }
+  side.idle_share = span > 0 ? double(idle) / double(span) : 0;
+  int64_t most = -1;
+  for (const LaunchSummary& l : launch_summary(gpu, selection, LaunchOptions{})) {
+    if (l.launches > most) {
+      most = l.launches;
+      side.launch_delay_us = l.delay.median_ns / 1e3;
+    }
+  }
+  data.side.has_gpu = true;
+  data.gpu = std::move(side);
+}
+
+Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& options, const char* which) {
+  SideData data;
+  data.side.path = input.path.string();
+  std::error_code ec;
+  if (is_trace_file(input.path)) {
+    data.side.trace_file = true;
+    read_gpu(input.path, options.mode, input, true, data);
+    if (!data.gpu) return make_error(ErrorKind::bad_input, "{} {}: {}", which, input.path.string(), data.gpu_note);
+    data.side.steps = size_t(data.gpu->steps);
+    return data;
+  }
+  if (!fs::exists(input.path, ec) && input.path.string().find("://") == std::string::npos) {
+    return make_error(ErrorKind::bad_input, "{} {}: no such file or directory", which, input.path.string());
+  }
+  AnalyzeOptions analyze_options;
+  analyze_options.top_functions = 0;
+  analyze_options.phase_functions = 0;
+  analyze_options.slowest_steps = 0;
+  analyze_options.gpu_kernels = 0;
+  analyze_options.gpu_call_sites = 0;
+  SPROF_TRY(AnalyzeReport report, analyze(input.path, analyze_options));
+  const std::string mode_key(mode_key_name(options.mode));
+  std::vector<const StepRecord*> steps;
+  for (const StepRecord& s : report.steps) {
+    if (s.mode != mode_key) continue;
+    char* end = nullptr;
+    long long number = std::strtoll(s.step.c_str(), &end, 10);
+    if (end == s.step.c_str() || !in_range(input, number)) continue;
+    if (steps.empty()) data.side.first_step = data.side.last_step = number;
+    data.side.first_step = std::min<int64_t>(data.side.first_step, number);
+    data.side.last_step = std::max<int64_t>(data.side.last_step, number);
+    steps.push_back(&s);
+    data.step_s.push_back(s.seconds());
+    if (s.wait_s) {
+      data.wait_s.push_back(*s.wait_s);
+      data.iteration_s.push_back(*s.wait_s + s.seconds());
+    }
+  }
+  for (const StepRecord& s : report.partial_steps) data.side.partial_steps += s.mode == mode_key ? 1 : 0;
+  data.side.steps = steps.size();
+  if (steps.empty()) {
+    return make_error(ErrorKind::bad_input, "{} {}: no {} steps{}{}", which, input.path.string(), to_string(options.mode),
+                      range_text(input), report.steps_note.empty() ? "" : " (" + report.steps_note + ")");
+  }
+  SPROF_TRY_STATUS(read_functions(input.path, steps, options.time_view, data));
+  read_gpu(input.path, options.mode, input, false, data);
+  data.system = report.system;
+  data.rules = report.rules;
+  data.side.has_gpu = data.gpu.has_value();
+  return data;
+}
+
+DistributionChange distribution(const std::string& metric, const std::vector<double>& base, const std::vector<double>& next,
+                                const DiffOptions& options) {
+  DistributionChange d;
+  d.metric = metric;
+  d.base_count = base.size();
+  d.new_count = next.size();
+  d.base_median_s = rules::median(base);
+  d.new_median_s = rules::median(next);
+  d.base_p90_s = rules::quantile(base, 0.9);
+  d.new_p90_s = rules::quantile(next, 0.9);
+  d.change_s = d.new_median_s - d.base_median_s;
+  d.change_pct = d.base_median_s > 0 ? d.change_s / d.base_median_s * 100 : 0;
+  d.interval_s = bootstrap_median_difference(base, next, options.confidence, options.resamples);
+  d.p_value = mann_whitney_p(base, next);
+  return d;
+}
+
+template <typename T>
+void sort_by_change(std::vector<T>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const T& a, const T& b) { return std::abs(a.change_s) > std::abs(b.change_s); });
+}
+
+}  // namespace
+
+Result<ProfileDiff> diff_profiles(const DiffOptions& options) {
+  SPROF_TRY(SideData base, read_side(options.base, options, "BASE"));
+  SPROF_TRY(SideData next, read_side(options.next, options, "NEW"));
+  ProfileDiff diff;
+  diff.base = base.side;
+  diff.next = next.side;
+  diff.mode = options.mode;
+  diff.confidence = options.confidence;
+  diff.time_view = options.time_view.describe();
+
+  if (!base.step_s.empty() && !next.step_s.empty()) {
+    diff.steps.push_back(distribution("step", base.step_s, next.step_s, options));
+    if (!base.iteration_s.empty() && !next.iteration_s.empty()) {
+      diff.steps.push_back(distribution("iteration", base.iteration_s, next.iteration_s, options));
+      diff.steps.push_back(distribution("input wait", base.wait_s, next.wait_s, options));
+    }
+  } else {
+    diff.steps_note = "step times need two profiles (a Chrome trace has only its GPU work)";
+  }
+
+  const double base_step_s = diff.steps.empty() ? 0 : diff.steps.front().base_median_s;
+  if (base.side.has_samples && next.side.has_samples) {
+    std::map<std::string, FunctionChange> rows;
+    auto row = [&](const std::string& key, const FunctionSums& f) -> FunctionChange& {
+      FunctionChange& r = rows[key];
+      r.name = f.name;
+      r.file = f.file;
+      r.line = f.line;
+      return r;
+    };
+    for (const auto& [key, f] : base.functions) {
+      FunctionChange& r = row(key, f);
+      r.base_self_s = f.self.mean();
+      r.base_total_s = f.total.mean();
+    }
+    for (const auto& [key, f] : next.functions) {
+      FunctionChange& r = row(key, f);
+      r.new_self_s = f.self.mean();
+      r.new_total_s = f.total.mean();
+    }
+    Moments none_base, none_next;
+    none_base.n = double(base.side.steps);
+    none_next.n = double(next.side.steps);
+    for (auto& [key, r] : rows) {
+      auto b = base.functions.find(key);
+      auto n = next.functions.find(key);
+      const Moments& mb = b != base.functions.end() ? b->second.self : none_base;
+      const Moments& mn = n != next.functions.end() ? n->second.self : none_next;
+      r.status = b == base.functions.end() ? "new" : n == next.functions.end() ? "vanished" : "";
+      r.change_s = r.new_self_s - r.base_self_s;
+      r.interval_s = welch_difference(mb, mn, options.confidence);
+      r.total_change_s = r.new_total_s - r.base_total_s;
+      r.total_interval_s = welch_difference(b != base.functions.end() ? b->second.total : none_base,
+                                            n != next.functions.end() ? n->second.total : none_next, options.confidence);
+      r.change_pct_of_step = base_step_s > 0 ? r.change_s / base_step_s * 100 : 0;
+      r.base_share = base.sampled.mean() > 0 ? r.base_self_s / base.sampled.mean() : 0;
+      r.new_share = next.sampled.mean() > 0 ? r.new_self_s / next.sampled.mean() : 0;
+      diff.functions.push_back(std::move(r));
+    }
+    sort_by_change(diff.functions);
+  } else {
+    const DiffSide& without = !base.side.has_samples ? base.side : next.side;
+    diff.functions_note = fmt::format("{}: {}", !base.side.has_samples ? "BASE" : "NEW",
+                                      without.trace_file ? "a Chrome trace holds no samples" : "no samples in the steps");
+  }
+
+  if (base.gpu && next.gpu) {
+    GpuDiff& g = diff.gpu;
+    g.present = true;
+    g.base_kernel_s = base.gpu->kernel_total.mean();
+    g.new_kernel_s = next.gpu->kernel_total.mean();
+    g.base_idle_share = base.gpu->idle_share;
+    g.new_idle_share = next.gpu->idle_share;
+    g.base_launch_delay_us = base.gpu->launch_delay_us;
+    g.new_launch_delay_us = next.gpu->launch_delay_us;
+    std::map<std::string, KernelChange> rows;
+    Moments none_base, none_next;
+    none_base.n = base.gpu->steps;
+    none_next.n = next.gpu->steps;
+    for (const auto& [name, k] : base.gpu->kernels) {
+      KernelChange& r = rows[name];
+      r.base_s = k.time.mean();
+      r.base_count = k.launches / base.gpu->steps;
+    }
+    for (const auto& [name, k] : next.gpu->kernels) {
+      KernelChange& r = rows[name];
+      r.new_s = k.time.mean();
+      r.new_count = k.launches / next.gpu->steps;
+    }
+    for (auto& [name, r] : rows) {
+      auto b = base.gpu->kernels.find(name);
+      auto n = next.gpu->kernels.find(name);
+      r.name = name;
+      r.status = b == base.gpu->kernels.end() ? "new" : n == next.gpu->kernels.end() ? "vanished" : "";
+      r.change_s = r.new_s - r.base_s;
+      r.interval_s = welch_difference(b != base.gpu->kernels.end() ? b->second.time : none_base,
+                                      n != next.gpu->kernels.end() ? n->second.time : none_next, options.confidence);
+      r.change_pct = g.base_kernel_s > 0 ? r.change_s / g.base_kernel_s * 100 : 0;
+      g.kernels.push_back(std::move(r));
+    }
+    sort_by_change(g.kernels);
+  } else {
+    diff.gpu.note = !base.gpu_note.empty() && !next.gpu_note.empty() ? "neither side holds GPU activity"
+                    : !base.gpu ? "BASE: " + base.gpu_note
+                                : "NEW: " + next.gpu_note;
+  }
+
+  for (const SystemUsageRow& b : base.system) {
+    for (const SystemUsageRow& n : next.system) {
+      if (b.node == n.node && b.metric == n.metric) {
+        diff.system.push_back({b.machine, b.metric, b.unit, b.mean, n.mean});
+      }
+    }
+  }
+  std::map<std::string, RuleChange> verdicts;
+  for (const rules::RuleResult& r : base.rules) verdicts[r.rule].base_status = to_string(r.status);
+  for (const rules::RuleResult& r : next.rules) verdicts[r.rule].new_status = to_string(r.status);
+  for (auto& [rule, v] : verdicts) {
+    if (v.base_status != v.new_status) diff.rules.push_back({rule, v.base_status, v.new_status});
+  }
+  return diff;
+}
+
+std::vector<Regression> regressions(const ProfileDiff& diff, const RegressionThresholds& thresholds) {
+  std::vector<Regression> out;
+  auto check = [&](const char* kind, const std::string& what, double pct, const std::optional<double>& threshold,
+                   const ConfidenceInterval& interval) {
+    if (threshold && pct > *threshold && interval.lo > 0) out.push_back({kind, what, pct, *threshold, interval});
+  };
+  double iteration_s = 0;
+  for (const DistributionChange& d : diff.steps) {
+    if (d.metric == "iteration") iteration_s = d.base_median_s;
+  }
+  for (const DistributionChange& d : diff.steps) {
+    if (d.metric == "input wait") {
+      // Of the iteration: a wait of 70 µs that grows to 80 µs is +14 % of itself and nothing to the loop.
+      check("input_wait", d.metric, iteration_s > 0 ? d.change_s / iteration_s * 100 : 0, thresholds.input_wait, d.interval_s);
+    } else {
+      check(d.metric.c_str(), d.metric, d.change_pct, d.metric == "step" ? thresholds.step : thresholds.iteration, d.interval_s);
+    }
+  }
+  for (const FunctionChange& f : diff.functions) {
+    check("function", f.name + " (" + f.file + ")", f.change_pct_of_step, thresholds.function, f.interval_s);
+  }
+  for (const KernelChange& k : diff.gpu.kernels) check("kernel", k.name, k.change_pct, thresholds.kernel, k.interval_s);
+  return out;
+}
+
+}  // namespace sprof::report

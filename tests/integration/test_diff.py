@@ -1,0 +1,216 @@
+"""sprof diff on real recordings: no false alarm between repeated runs of one job, a planted 10 %
+slowdown of one function found every time, step ranges of one profile, GPU work of real
+torch.profiler traces against the traces' own events, and clear errors.
+
+The runs of a pair are recorded side by side, as a CI job records the base and the change on one
+machine: both see the same load. Under the load of a parallel test suite the steps' times still
+differ between two runs of one job by a few percent, beyond what their intervals allow (the load
+differs for real between the runs), so the gate asks for a change beyond a threshold as well: 5 %
+here, where the planted slowdown is 16 ms -> 17.6 ms of a ~20 ms step (+8 %).
+"""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+from sprof_testlib import SOURCE_DIR, SPROF_BIN, TempDirTestCase, cxx_demangled, run_sprof
+
+STEPS = 200
+RATE_HZ = 500
+GATE = "5"
+
+WORKLOAD = textwrap.dedent("""\
+    import sys, time
+    import sprof
+
+    STEPS, SLOW = int(sys.argv[1]), float(sys.argv[2])
+
+
+    def load_batch():
+        time.sleep(0.001)
+
+
+    def forward():
+        end = time.perf_counter() + 0.002
+        while time.perf_counter() < end:
+            pass
+
+
+    def planted():  # the function a change makes slower: its own loop, so its own (self) time
+        end = time.perf_counter() + 0.016 * SLOW
+        while time.perf_counter() < end:
+            pass
+
+
+    sprof.set_mode(sprof.TRAIN)
+    for _ in range(STEPS):
+        with sprof.step_context():
+            load_batch()
+            forward()
+            planted()
+    """)
+
+KINETO = os.path.join(SOURCE_DIR, "third_party", "kineto-traces")
+NCCL_TRACE = os.path.join(KINETO, "nccl_parser_config-nccl_data.json.gz")
+SAMPLED_TRACE = os.path.join(KINETO, "trace_filter-sampled_rank-0.json.gz")
+
+
+class DiffTestCase(TempDirTestCase):
+    maxDiff = None
+
+    def setUp(self):
+        super().setUp()
+        self.script = os.path.join(self.tmp, "train.py")
+        with open(self.script, "w") as f:
+            f.write(WORKLOAD)
+        self.count = 0
+
+    def record_pair(self, base_slow, new_slow, steps=STEPS):
+        """Two recordings of the workload made side by side: (base, new) profile directories."""
+        self.count += 1
+        dirs = [os.path.join(self.tmp, "%d-%s" % (self.count, side)) for side in ("base", "new")]
+        procs = [subprocess.Popen([SPROF_BIN, "record", "-q", "-r", str(RATE_HZ), "--no-system-metrics", "-o", d, "--",
+                                   sys.executable, self.script, str(steps), str(slow)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for d, slow in zip(dirs, (base_slow, new_slow))]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            self.assertEqual(p.returncode, 0, err)
+        return dirs
+
+    def diff(self, *args, expect=None):
+        proc = run_sprof("diff", *args, "--json", "--fail-on-regression", GATE, check=expect)
+        return proc.returncode, json.loads(proc.stdout)
+
+
+class RepeatedRuns(DiffTestCase):
+    def test_no_false_alarm_in_20_pairs(self):
+        alarms = []
+        for i in range(20):
+            base, new = self.record_pair(1.0, 1.0)
+            code, doc = self.diff(base, new)
+            self.assertEqual(doc["base"]["steps"], STEPS)
+            self.assertEqual(doc["new"]["steps"], STEPS)
+            step = [s for s in doc["steps"] if s["metric"] == "step"][0]
+            print("pair %2d: step median %+.1f %%, interval [%+.2f, %+.2f] ms" % (
+                i, step["change_pct"], step["interval_s"][0] * 1e3, step["interval_s"][1] * 1e3))
+            if code != 0 or doc["regressions"]:
+                alarms.append((i, code, doc["regressions"]))
+        self.assertEqual(alarms, [])
+
+
+class PlantedSlowdown(DiffTestCase):
+    def test_a_function_made_10_percent_slower_is_found_every_time(self):
+        for i in range(5):
+            base, new = self.record_pair(1.0, 1.1)
+            code, doc = self.diff(base, new)
+            planted = [f for f in doc["functions"] if f["name"] == "planted"]
+            self.assertEqual(len(planted), 1)
+            f = planted[0]
+            print("pair %d: planted %.2f -> %.2f ms per step, interval [%+.2f, %+.2f] ms" % (
+                i, f["base_self_s"] * 1e3, f["new_self_s"] * 1e3, f["interval_s"][0] * 1e3, f["interval_s"][1] * 1e3))
+            self.assertEqual(code, 3, doc["regressions"])
+            named = [r for r in doc["regressions"] if r["kind"] == "function"]
+            self.assertEqual([r["what"].split(" ")[0] for r in named], ["planted"], doc["regressions"])
+            self.assertGreater(f["interval_s"][0], 0)
+            # 1.6 ms more of the function per step, and more under load: a busy loop preempted at
+            # its end overruns it (the runs beside each other still see different preemptions).
+            self.assertGreater(f["change_s"], 0.0008)
+            self.assertEqual(doc["functions"][0]["name"], "planted", "the largest change comes first")
+            # The other way round it is an improvement: no regression.
+            code, doc = self.diff(new, base, expect=0)
+            self.assertEqual(doc["regressions"], [])
+            if i == 0:
+                text = run_sprof("diff", base, new, "--fail-on-regression", GATE, check=3).stdout
+                self.assertIn("Regressions beyond their thresholds", text)
+                self.assertRegex(text, r"function planted \(.*train\.py\): \+\d+\.\d % > 5\.0 %")
+
+
+class OneProfile(DiffTestCase):
+    def test_two_step_ranges_of_one_run(self):
+        base, _ = self.record_pair(1.0, 1.0, steps=60)
+        code, doc = self.diff(base, base, "--base-steps", "0-29", "--new-steps", "30-")
+        self.assertEqual((doc["base"]["first_step"], doc["base"]["last_step"], doc["base"]["steps"]), (0, 29, 30))
+        self.assertEqual((doc["new"]["first_step"], doc["new"]["last_step"], doc["new"]["steps"]), (30, 59, 30))
+        # Each function's time per step is its self time over the range's steps: the step
+        # threads' sampled time per step is their sum.
+        for side, key in (("base", "base_self_s"), ("new", "new_self_s")):
+            total = sum(f[key] for f in doc["functions"])
+            self.assertAlmostEqual(total, doc[side]["sampled_s_per_step"], delta=1e-9)
+        # The same range on both sides: no change at all.
+        code, doc = self.diff(base, base, "--base-steps", "10-19", "--new-steps", "10-19", expect=0)
+        for f in doc["functions"]:
+            self.assertEqual(f["change_s"], 0, f)
+        self.assertEqual([s["change_s"] for s in doc["steps"]], [0] * len(doc["steps"]))
+
+    def test_errors_name_the_argument(self):
+        base, _ = self.record_pair(1.0, 1.0, steps=5)
+        cases = [
+            (("diff", os.path.join(self.tmp, "missing"), base), 2, "BASE %s: no such file or directory"
+             % os.path.join(self.tmp, "missing")),
+            (("diff", base, base, "--new-steps", "x"), 2, "--new-steps x: give steps as FIRST-LAST"),
+            (("diff", base, base, "--base-steps", "100-200"), 2, "BASE %s: no train steps in steps 100-200" % base),
+            (("diff", base, base, "--mode", "eval"), 2, "no eval steps"),
+            (("diff", base, base, "--threshold", "steps=3"), 2, "--threshold steps=3: give KIND=PERCENT"),
+        ]
+        for args, status, message in cases:
+            with self.subTest(args=args):
+                proc = run_sprof(*args, check=status)
+                self.assertIn(message, proc.stderr)
+                self.assertTrue(proc.stderr.startswith("sprof: "), proc.stderr)
+
+
+def kernel_time_per_step(path):
+    """Kernel time per ProfilerStep#N by name, from the trace's own events: the oracle."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
+    per_kernel = {}
+    for e in events:
+        if e.get("cat") != "kernel" or e.get("ph") != "X":
+            continue
+        if any(begin <= e["ts"] < end for begin, end in steps):
+            per_kernel[e["name"]] = per_kernel.get(e["name"], 0) + e["dur"]
+    names = cxx_demangled(per_kernel)  # as sprof names kernels
+    out = {}
+    for name, us in per_kernel.items():
+        out[names[name]] = out.get(names[name], 0) + us / 1e6 / len(steps)
+    return out, len(steps)
+
+
+class TorchProfilerTraces(unittest.TestCase):
+    def test_kernels_per_step_match_the_traces(self):
+        proc = run_sprof("diff", NCCL_TRACE, SAMPLED_TRACE, "--json", check=0)
+        doc = json.loads(proc.stdout)
+        self.assertTrue(doc["gpu"]["present"])
+        base, base_steps = kernel_time_per_step(NCCL_TRACE)
+        new, new_steps = kernel_time_per_step(SAMPLED_TRACE)
+        self.assertEqual((doc["base"]["steps"], doc["new"]["steps"]), (base_steps, new_steps))
+        rows = {k["name"]: k for k in doc["gpu"]["kernels"]}
+        self.assertEqual(sorted(rows), sorted(set(base) | set(new)))
+        for name, row in rows.items():
+            # Whole µs in the traces, ns in sprof: within a µs per launch.
+            self.assertAlmostEqual(row["base_s"], base.get(name, 0), delta=1e-6 * max(row["base_launches_per_step"], 1))
+            self.assertAlmostEqual(row["new_s"], new.get(name, 0), delta=1e-6 * max(row["new_launches_per_step"], 1))
+            self.assertEqual(row["status"], "new" if name not in base else "vanished" if name not in new else "")
+        self.assertAlmostEqual(doc["gpu"]["base_kernel_s"], sum(base.values()), delta=1e-4)
+        self.assertEqual(doc["steps"], [])
+        self.assertIn("no samples", doc["functions_note"])
+
+    def test_a_trace_against_itself_changes_nothing(self):
+        proc = run_sprof("diff", NCCL_TRACE, NCCL_TRACE, "--json", "--fail-on-regression", "0", check=0)
+        doc = json.loads(proc.stdout)
+        self.assertTrue(doc["gpu"]["kernels"])
+        for k in doc["gpu"]["kernels"]:
+            self.assertEqual(k["change_s"], 0, k)
+            self.assertLessEqual(k["interval_s"][0], 0)
+            self.assertGreaterEqual(k["interval_s"][1], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
