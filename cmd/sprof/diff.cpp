@@ -1,5 +1,7 @@
 // sprof diff BASE NEW: what changed between two runs, and --fail-on-regression for CI.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "command.hpp"
@@ -7,6 +9,7 @@
 #include "output_format.hpp"
 #include "query_args.hpp"
 #include "sprof/diff_render.hpp"
+#include "sprof/file_bytes.hpp"
 #include "sprof/profile_diff.hpp"
 
 namespace sprof::cli {
@@ -23,6 +26,7 @@ struct DiffFlags {
   bool all_threads = false;
   std::optional<double> fail_on_regression;
   std::vector<std::string> thresholds;
+  std::string html;  // -o diff.html
 };
 
 // "A-B", "A-" or "A": the mode's steps A to B, inclusive.
@@ -91,6 +95,11 @@ Result<int> run_diff(const DiffFlags& f) {
   SPROF_TRY(report::RegressionThresholds thresholds, thresholds_of(f));
   SPROF_TRY(report::ProfileDiff diff, report::diff_profiles(options));
   std::vector<report::Regression> found = report::regressions(diff, thresholds);
+  if (!f.html.empty()) {
+    const std::string page = render::diff_html(diff, found, std::max<size_t>(f.top, 30));
+    SPROF_TRY_STATUS(store::write_file_atomically(f.html, page));
+    if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({:.1f} MB)\n", f.html, double(page.size()) / 1e6);
+  }
   if (f.json) {
     fmt::print("{}", render::diff_json(diff, found));
   } else {
@@ -117,6 +126,9 @@ void add_diff(CLI::App& app, CommandList& commands) {
   sub->add_option("--confidence", f->confidence, "Confidence of the intervals")->check(CLI::Range(0.5, 0.999))->capture_default_str();
   sub->add_option("--top", f->top, "Functions and kernels in the text tables")->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_flag("--json", f->json, "One JSON object: every function and kernel");
+  sub->add_option("-o,--output", f->html,
+                  "Also write the comparison as one HTML page: a differential flame graph (red grew, blue shrank) and "
+                  "the tables");
   sub->add_flag("--on-cpu", f->on_cpu, "Functions' on-CPU time only (default: wall time of the step threads)");
   sub->add_flag("--all-threads", f->all_threads, "Functions of every thread (default: the threads that run steps)");
   sub->add_option("--fail-on-regression", f->fail_on_regression,

@@ -17,4 +17,9 @@ std::string diff_text(const report::ProfileDiff& diff, const std::vector<report:
 // Every function and kernel (largest change first); times in seconds, intervals as [lo, hi].
 std::string diff_json(const report::ProfileDiff& diff, const std::vector<report::Regression>& regressions);
 
+// -o diff.html: one self-contained page (d3 and d3-flame-graph inlined) with the differential
+// flame graph (widths from NEW or BASE, colour NEW - BASE per step: red grew, blue shrank) and the
+// text's tables (the `top` functions and kernels).
+std::string diff_html(const report::ProfileDiff& diff, const std::vector<report::Regression>& regressions, size_t top);
+
 }  // namespace sprof::render

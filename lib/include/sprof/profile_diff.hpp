@@ -112,6 +112,16 @@ struct RuleChange {
   std::string new_status;
 };
 
+// The step threads' stacks in the selected steps, both sides merged frame by frame from the root
+// (a frame is "function (file)": lines move between versions), each frame's time per step on
+// either side: the differential flame graph's data.
+struct FlameDiffNode {
+  std::string name;
+  double base_s = 0;  // per step, at or under this frame
+  double new_s = 0;
+  std::vector<FlameDiffNode> children;  // by name
+};
+
 struct ProfileDiff {
   DiffSide base;
   DiffSide next;
@@ -122,6 +132,7 @@ struct ProfileDiff {
   std::vector<FunctionChange> functions;  // by |change_s| (self), largest first
   std::string functions_note;
   std::string time_view;       // TimeView::describe()
+  FlameDiffNode flame;         // root "all"; empty without samples on both sides
   GpuDiff gpu;
   std::vector<SystemMetricChange> system;  // metrics both sides have
   std::vector<RuleChange> rules;           // verdicts that differ

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "render/page_text.hpp"
 #include "render/report_assets.hpp"
 #include "sprof/analyze_render.hpp"
 #include "sprof/markup.hpp"
@@ -94,35 +95,6 @@ ordered_json data_json(const report::AnalyzeReport& report, const report::Report
   d["system_note"] = views.system_note;
   d["timeline"] = timeline_json(views.timeline);
   return d;
-}
-
-// JSON inside a <script> element: every '<' as \u003c. A "</script" would end the element, and a
-// "<!--" followed by "<script" (a function so named) makes the parser skip the real "</script>",
-// so that the page's own script is swallowed and nothing renders. Only inside JSON strings can a
-// '<' occur, and there \u003c reads back as '<'.
-std::string json_script_safe(std::string_view json) {
-  std::string out;
-  out.reserve(json.size());
-  for (char c : json) {
-    if (c == '<') {
-      out += "\\u003c";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// The page's JavaScript (sprof's own, no "<!--"): "</" becomes "<\/" (the same string in
-// JavaScript strings and regular expressions).
-std::string script_safe(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
-  }
-  return out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "render/diff_format.hpp"
 #include "sprof/diff_render.hpp"
 #include "sprof/text_table.hpp"
 
@@ -15,37 +16,10 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// A duration with a unit that suits it ("52.3 ms", "1.20 s", "85 µs").
-std::string seconds_text(double s) {
-  double a = std::abs(s);
-  if (a >= 1) return fmt::format("{:.3f} s", s);
-  if (a >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
-  return fmt::format("{:.0f} µs", s * 1e6);
-}
-std::string signed_seconds(double s) { return (s > 0 ? "+" : s < 0 ? "" : "±") + seconds_text(s); }
-std::string interval_text(const report::ConfidenceInterval& ci) {
-  if (std::isinf(ci.lo) || std::isinf(ci.hi)) return "(too few steps)";
-  return fmt::format("[{}, {}]", signed_seconds(ci.lo), signed_seconds(ci.hi));
-}
-std::string pct_text(double pct) { return fmt::format("{:+.1f} %", pct); }
-
-// Green when an interval says the time fell, red when it rose; plain when it holds zero.
-std::string change_color(const report::ConfidenceInterval& ci) { return ci.lo > 0 ? "31" : ci.hi < 0 ? "32" : ""; }
-
 double finite(double x) { return std::isfinite(x) ? x : 0; }
 ordered_json interval_json(const report::ConfidenceInterval& ci) {
   if (!std::isfinite(ci.lo) || !std::isfinite(ci.hi)) return nullptr;
   return ordered_json::array({ci.lo, ci.hi});
-}
-
-std::string side_text(const report::DiffSide& s) {
-  if (s.trace_file) {
-    return fmt::format("{} (Chrome trace, {})", s.path, s.steps == 1 ? std::string("one step or none: its totals")
-                                                                      : fmt::format("{} steps", s.steps));
-  }
-  std::string text = fmt::format("{} ({} steps, {}-{}", s.path, s.steps, s.first_step, s.last_step);
-  if (s.partial_steps > 0) text += fmt::format("; {} partial left out", s.partial_steps);
-  return text + ")";
 }
 
 }  // namespace

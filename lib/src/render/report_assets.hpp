@@ -14,5 +14,6 @@ extern const std::string_view uplot_js;
 extern const std::string_view uplot_css;
 extern const std::string_view page_js;   // lib/src/render/report_page.js
 extern const std::string_view page_css;  // lib/src/render/report_page.css
+extern const std::string_view diff_page_js;  // lib/src/render/diff_page.js: sprof diff -o's page
 
 }  // namespace sprof::render::assets

@@ -52,11 +52,18 @@ struct GpuSide {
   double launch_delay_us = 0;
 };
 
+// A flame graph under construction: frame name -> subtree.
+struct FlameBuild {
+  double base_s = 0, new_s = 0;
+  std::map<std::string, FlameBuild> children;
+};
+
 struct SideData {
   DiffSide side;
   std::vector<double> step_s, iteration_s, wait_s;
   std::map<std::string, FunctionSums> functions;  // by file "\n" name
   Moments sampled;
+  std::vector<std::pair<std::vector<std::string>, double>> stacks;  // root first, seconds in all steps
   std::optional<GpuSide> gpu;
   std::string gpu_note;
   std::vector<SystemUsageRow> system;
@@ -107,6 +114,7 @@ Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>&
     const std::vector<Window>& pw = w->second;
     std::vector<FunctionSums*> function_of(log.functions().size(), nullptr);
     std::vector<uint64_t> seen(log.functions().size(), 0);
+    std::map<std::pair<uint32_t, bool>, double> stack_seconds;  // (stack, idle)
     uint64_t sample_index = 0;
     const std::vector<bool> mask = filter.thread_mask(log);
     log.for_each_sample([&](const store::SampleRecord& r) {
@@ -116,6 +124,7 @@ Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>&
       const int64_t unit = (after - 1)->unit;
       const double seconds = double(std::max<int64_t>(r.weight_ns, 0)) / 1e9;
       sampled[size_t(unit)] += seconds;
+      stack_seconds[{r.stack, r.idle() && !view.on_cpu}] += seconds;
       log.stack_frames(r.stack, frames);  // leaf first
       ++sample_index;
       for (size_t i = 0; i < frames.size(); ++i) {
@@ -142,6 +151,16 @@ Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>&
       }
     });
     for (auto& [key, sums] : data.functions) sums.close_step();
+    for (const auto& [stack, seconds] : stack_seconds) {
+      log.stack_frames(stack.first, frames);
+      std::vector<std::string> names;
+      for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+        const store::LogFunction& f = log.functions()[log.frames()[*it].function];
+        names.push_back(f.name + " (" + f.file + ")");
+      }
+      if (stack.second) names.push_back(kWaitingFrame);
+      data.stacks.emplace_back(std::move(names), seconds);
+    }
   }
   for (double s : sampled) data.sampled.add(s);
   data.side.sampled_s_per_step = data.sampled.mean();
@@ -297,6 +316,12 @@ DistributionChange distribution(const std::string& metric, const std::vector<dou
   return d;
 }
 
+FlameDiffNode flame_of(const std::string& name, const FlameBuild& b) {
+  FlameDiffNode n{name, b.base_s, b.new_s, {}};
+  for (const auto& [child, sub] : b.children) n.children.push_back(flame_of(child, sub));
+  return n;
+}
+
 template <typename T>
 void sort_by_change(std::vector<T>& rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const T& a, const T& b) { return std::abs(a.change_s) > std::abs(b.change_s); });
@@ -364,6 +389,20 @@ Result<ProfileDiff> diff_profiles(const DiffOptions& options) {
       diff.functions.push_back(std::move(r));
     }
     sort_by_change(diff.functions);
+    FlameBuild root;
+    for (bool is_new : {false, true}) {
+      const SideData& side = is_new ? next : base;
+      const double steps = double(side.side.steps);
+      for (const auto& [names, seconds] : side.stacks) {
+        FlameBuild* node = &root;
+        (is_new ? node->new_s : node->base_s) += seconds / steps;
+        for (const std::string& name : names) {
+          node = &node->children[name];
+          (is_new ? node->new_s : node->base_s) += seconds / steps;
+        }
+      }
+    }
+    diff.flame = flame_of("all", root);
   } else {
     const DiffSide& without = !base.side.has_samples ? base.side : next.side;
     diff.functions_note = fmt::format("{}: {}", !base.side.has_samples ? "BASE" : "NEW",
