@@ -13,8 +13,11 @@
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/profile_tables.hpp"
+#include "sprof/s3.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/step_timeline.hpp"
+#include "sprof/temp_dir.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -31,6 +34,7 @@ struct ExportFlags {
   bool gzip = false;
   std::string title;
   RunSelectionFlags run;
+  std::string job;  // -f tables
 };
 
 // --mode/--start-step/--end-step or --start-time/--end-time: the samples' windows, per process.
@@ -72,6 +76,40 @@ Result<std::string> format_for(const ExportFlags& flags) {
                     o == "-" ? "" : fmt::format(" (cannot tell from the name {})", o));
 }
 
+// -f tables: the whole profile as tables for SQL engines, into a directory or s3://bucket/prefix.
+Result<int> export_tables(const ExportFlags& f) {
+  if (f.output == "-") return make_error(ErrorKind::usage, "-f tables: give -o DIR or -o s3://bucket/prefix for the tables");
+  if (f.pid != 0 || f.gil || f.on_cpu || f.all_threads || f.idle || f.run.steps() || f.run.times()) {
+    return make_error(ErrorKind::usage, "-f tables exports the whole profile: --pid, --gil, --on-cpu, --all-threads and the "
+                      "step and time flags do not apply (select in SQL)");
+  }
+  report::TablesOptions options;
+  options.job = f.job;
+  const bool s3 = remote::is_s3_url(f.output);
+  TempDir staging;
+  if (s3) {
+    SPROF_TRY(TempDir made, TempDir::create("sprof-tables-"));
+    staging = std::move(made);
+  }
+  SPROF_TRY(report::TablesWritten written, report::write_profile_tables(f.dir, s3 ? staging.path() : std::filesystem::path(f.output), options));
+  uint64_t rows = 0;
+  for (const report::TableFile& file : written.files) rows += file.rows;
+  if (s3) {
+    // Keys already there are skipped, never replaced: a job exported twice leaves the first copy.
+    SPROF_TRY(remote::UploadSummary summary, remote::upload_directory(staging.path(), f.output, s3_options()));
+    if (!summary.failed.empty()) {
+      for (const std::string& failed : summary.failed) fmt::print(stderr, "sprof: not uploaded: {}\n", failed);
+      return make_error(ErrorKind::io, "{}: {} of {} table files not uploaded", f.output, summary.failed.size(), summary.files);
+    }
+    if (summary.skipped > 0) spdlog::warn("{}: {} table files of job {} were there already and were left as they were",
+                                          f.output, summary.skipped, written.job);
+  }
+  if (!global_options().quiet) {
+    fmt::print(stderr, "sprof: wrote job {} to {}: {} files, {} rows\n", written.job, f.output, written.files.size(), rows);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_export(CLI::App& app, CommandList& commands) {
@@ -85,8 +123,9 @@ void add_export(CLI::App& app, CommandList& commands) {
                   "collapsed (alias raw: flamegraph.pl's folded stacks), speedscope, flamegraph (an "
                   "interactive SVG: hover, click to zoom, search), or chrome (a Chrome trace in kineto's "
                   "conventions: Python stacks, steps, GPU work); inferred from -o's name (.folded/.collapsed/"
-                  ".txt, .speedscope.json, .svg, .json/.json.gz)")
-      ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "flamegraph", "chrome"}));
+                  ".txt, .speedscope.json, .svg, .json/.json.gz); or tables (the whole profile as Hive-partitioned JSON "
+                  "Lines for SQL engines into -o DIR or s3://bucket/prefix; docs/tables.md)")
+      ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "flamegraph", "chrome", "tables"}));
   sub->add_option("-o,--output", flags->output, "Output file (default: standard output)");
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
   sub->add_flag("--on-cpu", flags->on_cpu, "On-CPU samples only (default: wall time, waits under a [waiting] frame)");
@@ -96,9 +135,12 @@ void add_export(CLI::App& app, CommandList& commands) {
   add_run_selection_options(sub, flags->run, "samples");
   sub->add_option("--title", flags->title, "Flame graph title (default: the directory and the filter)");
   sub->add_flag("--gzip", flags->gzip, "Compress the output with gzip (implied by an -o name ending .gz)");
+  sub->add_option("--job", flags->job,
+                  "-f tables: the job's name in the tables (default: the directory's name and its start time, UTC)");
 
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, format_for(*flags));
+    if (format == "tables") return export_tables(*flags);
     SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags->dir));
     const report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
     query::SampleFilter filter = report::time_view_filter(view, profile);

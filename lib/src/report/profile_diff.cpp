@@ -1,6 +1,6 @@
 // `sprof diff`: two sides read as analyze and the GPU views read them, then compared step by step.
 // Steps are the units every interval is taken over: a step's duration, a function's sampled time
-// in the step, a kernel's time in the step. Samples of one call are not independent draws (a
+// in the step (each sample's time split across the steps it overlaps), a kernel's time in the step. Samples of one call are not independent draws (a
 // 30 ms call sampled at 1 kHz gives 30 samples or none), so an interval over samples, as a
 // binomial one, is too narrow and raises false alarms; one over steps carries the real noise.
 
@@ -17,6 +17,7 @@
 #include "sprof/analyze.hpp"
 #include "sprof/gpu_report.hpp"
 #include "sprof/profile_samples.hpp"
+#include "report/step_spans.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,17 +27,8 @@ namespace {
 struct FunctionSums {
   std::string name, file;
   int32_t line = 0;
-  Moments self, total;
-  int64_t step = -1;  // the step being summed
-  double step_self = 0, step_total = 0;
-  void close_step() {
-    if (step >= 0) {
-      self.add(step_self);
-      total.add(step_total);
-    }
-    step = -1;
-    step_self = step_total = 0;
-  }
+  Moments self, total;  // over the selected steps
+  int64_t index = -1;   // in read_functions' table
 };
 
 struct KernelSums {
@@ -87,70 +79,65 @@ std::string range_text(const DiffSideInput& input) {
                      input.last_step ? std::to_string(*input.last_step) : "");
 }
 
-// The step threads' samples in the selected steps, summed per function and step.
+// The step threads' samples in the selected steps, summed per function and step: each sample's
+// time split across the steps it overlaps (step_spans.hpp), so a function never has more time in
+// a step than the step lasted.
 Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>& steps, const TimeView& view,
                       SideData& data) {
   SPROF_TRY(store::ProfileSamples samples, store::load_profile_samples(dir));
   if (samples.processes.empty() || !samples.manifest) return {};
   data.side.has_samples = true;
   const int64_t offset = samples.manifest->epoch_offset_ns();
-  // Each process's selected steps as [begin, end) CLOCK_MONOTONIC ns, by begin, with a unit index.
-  struct Window {
-    int64_t begin, end;
-    int64_t unit;
-  };
-  std::map<int64_t, std::vector<Window>> windows;
+  std::map<int64_t, std::vector<StepSpan>> spans;  // by pid, by begin
   for (size_t i = 0; i < steps.size(); ++i) {
-    windows[steps[i]->pid].push_back({steps[i]->start_us * 1000 - offset, steps[i]->end_us * 1000 - offset, int64_t(i)});
+    spans[steps[i]->pid].push_back({steps[i]->start_us * 1000 - offset, steps[i]->end_us * 1000 - offset, int64_t(i)});
   }
-  for (auto& [pid, w] : windows) std::sort(w.begin(), w.end(), [](const Window& a, const Window& b) { return a.begin < b.begin; });
+  for (auto& [pid, w] : spans) std::sort(w.begin(), w.end(), [](const StepSpan& a, const StepSpan& b) { return a.begin_ns < b.begin_ns; });
   std::vector<double> sampled(steps.size(), 0);
+  std::vector<FunctionSums*> functions;  // by the side's function index
+  std::unordered_map<uint64_t, std::pair<double, double>> per_step;  // (function, step) -> self, total seconds
   const SampleFilter filter = time_view_filter(view, samples);
   std::vector<uint32_t> frames;
   for (const store::ProcessSamples& p : samples.processes) {
     const store::SampleLog& log = p.log;
-    auto w = windows.find(log.pid());
-    if (w == windows.end()) continue;
-    const std::vector<Window>& pw = w->second;
-    std::vector<FunctionSums*> function_of(log.functions().size(), nullptr);
+    auto w = spans.find(log.pid());
+    if (w == spans.end()) continue;
+    std::vector<int64_t> function_of(log.functions().size(), -1);
     std::vector<uint64_t> seen(log.functions().size(), 0);
     std::map<std::pair<uint32_t, bool>, double> stack_seconds;  // (stack, idle)
     uint64_t sample_index = 0;
     const std::vector<bool> mask = filter.thread_mask(log);
     log.for_each_sample([&](const store::SampleRecord& r) {
       if (!filter.keeps(r, mask)) return;
-      auto after = std::upper_bound(pw.begin(), pw.end(), r.time_ns, [](int64_t t, const Window& x) { return t < x.begin; });
-      if (after == pw.begin() || r.time_ns >= (after - 1)->end) return;
-      const int64_t unit = (after - 1)->unit;
-      const double seconds = double(std::max<int64_t>(r.weight_ns, 0)) / 1e9;
-      sampled[size_t(unit)] += seconds;
-      stack_seconds[{r.stack, r.idle() && !view.on_cpu}] += seconds;
       log.stack_frames(r.stack, frames);  // leaf first
-      ++sample_index;
-      for (size_t i = 0; i < frames.size(); ++i) {
-        uint32_t fn = log.frames()[frames[i]].function;
-        FunctionSums*& sums = function_of[fn];
-        if (sums == nullptr) {
-          const store::LogFunction& f = log.functions()[fn];
-          sums = &data.functions[f.file + "\n" + f.name];
-          if (sums->name.empty()) {
-            sums->name = f.name;
-            sums->file = f.file;
+      split_sample(w->second, r.time_ns, r.weight_ns, [&](const StepSpan& span, int64_t overlap_ns) {
+        const double seconds = double(overlap_ns) / 1e9;
+        sampled[size_t(span.unit)] += seconds;
+        stack_seconds[{r.stack, r.idle() && !view.on_cpu}] += seconds;
+        ++sample_index;
+        for (size_t i = 0; i < frames.size(); ++i) {
+          const uint32_t fn = log.frames()[frames[i]].function;
+          if (function_of[fn] < 0) {
+            const store::LogFunction& f = log.functions()[fn];
+            FunctionSums& sums = data.functions[f.file + "\n" + f.name];
+            if (sums.index < 0) {
+              sums.name = f.name;
+              sums.file = f.file;
+              sums.line = f.first_line;
+              sums.index = int64_t(functions.size());
+              functions.push_back(&sums);
+            }
+            function_of[fn] = sums.index;
           }
-          sums->line = f.first_line;
+          auto& [self, total] = per_step[(uint64_t(function_of[fn]) << 32) | uint64_t(span.unit)];
+          if (i == 0) self += seconds;
+          if (seen[fn] != sample_index) {  // once per sample, however deep the recursion
+            seen[fn] = sample_index;
+            total += seconds;
+          }
         }
-        if (sums->step != unit) {
-          sums->close_step();
-          sums->step = unit;
-        }
-        if (i == 0) sums->step_self += seconds;
-        if (seen[fn] != sample_index) {  // once per sample, however deep the recursion
-          seen[fn] = sample_index;
-          sums->step_total += seconds;
-        }
-      }
+      });
     });
-    for (auto& [key, sums] : data.functions) sums.close_step();
     for (const auto& [stack, seconds] : stack_seconds) {
       log.stack_frames(stack.first, frames);
       std::vector<std::string> names;
@@ -161,6 +148,11 @@ Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>&
       if (stack.second) names.push_back(kWaitingFrame);
       data.stacks.emplace_back(std::move(names), seconds);
     }
+  }
+  for (const auto& [key, sums] : per_step) {
+    FunctionSums& f = *functions[key >> 32];
+    f.self.add(sums.first);
+    f.total.add(sums.second);
   }
   for (double s : sampled) data.sampled.add(s);
   data.side.sampled_s_per_step = data.sampled.mean();
