@@ -362,6 +362,34 @@ class S3Test(TempDirTestCase):
         self.assertRegex(third.stderr, r"1 of \d+ files uploaded")
         self.assertIn("--changed", self.sprof("analyze", url, cache=os.path.join(self.tmp, "c3")).stdout)
 
+    def test_tables_export_from_and_to_s3(self):
+        # The profile read from S3, its tables written to S3: the same bytes as a local export of
+        # the local copy, and a second export of the job is refused.
+        local = os.path.join(self.tmp, "tables")
+        run_sprof("export", self.local, "-f", "tables", "-o", local, "--job", "one", check=0)
+        url = "s3://%s/tables" % BUCKET
+        out = self.sprof("export", self.url, "-f", "tables", "-o", url, "--job", "one")
+        self.assertRegex(out.stderr, r"sprof: wrote job one to s3://.*/tables: \d+ files")
+        stored = {}
+        root = os.path.join(self.work, "data", BUCKET, "tables")
+        for directory, _, files in os.walk(root):
+            for name in files:
+                if name.endswith("._S3rver_object"):
+                    with open(os.path.join(directory, name), "rb") as f:
+                        stored[os.path.relpath(os.path.join(directory, name[:-len("._S3rver_object")]), root)] = f.read()
+        expected = {}
+        for directory, _, files in os.walk(local):
+            for name in files:
+                with open(os.path.join(directory, name), "rb") as f:
+                    expected[os.path.relpath(os.path.join(directory, name), local)] = f.read()
+        self.assertEqual(sorted(stored), sorted(expected))
+        for key, data in expected.items():
+            if "table=jobs" in key:  # the profile column names where it was read from
+                continue
+            self.assertEqual(stored[key], data, key)
+        again = self.sprof("export", self.url, "-f", "tables", "-o", url, "--job", "one", check=2)
+        self.assertIn("job one is there already", again.stderr)
+
     def test_stats_dirs_rewrites_a_profile_on_s3(self):
         # The same rewrite (another window) on S3 and on a local copy: the same stats after.
         local = os.path.join(self.tmp, "local")

@@ -171,6 +171,9 @@ struct UploadSummary {
 };
 Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
                                        const std::function<bool(const std::filesystem::path&)>& include = nullptr);
+// The files of any directory under `url` as they are (key = prefix/relative path), skipping those
+// already there with the same size and ETag: no job layout, no generation marker.
+Result<UploadSummary> upload_tree(const std::filesystem::path& dir, std::string_view url, const S3Options& options);
 
 // For commands that rewrite a profile in place (stats-dirs): the node's profile mounted at `url`
 // (mount_s3_profile: a one-node job's prefix, or a job's nodes/<host>) copied into `into`, and put

@@ -69,8 +69,12 @@ Status write_generation_markers(S3Client& client, const S3Location& job, const s
   return {};
 }
 
-Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url, const S3Options& options,
-                                       const std::function<bool(const fs::path&)>& include) {
+namespace {
+
+// `profile`: a sprof profile goes up in the job layout (its node's part of a job's prefix) and
+// renews the job's generation marker; anything else goes up as it is.
+Result<UploadSummary> upload_files(const fs::path& dir, std::string_view url, const S3Options& options,
+                                   const std::function<bool(const fs::path&)>& include, bool profile) {
   SPROF_TRY(S3Location location, parse_s3_url(url));
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return make_error(ErrorKind::bad_input, "{} is not a directory", dir.string());
@@ -81,9 +85,8 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   std::map<std::string, ObjectInfo> there;
   for (ObjectInfo& o : remote) there.emplace(o.key, std::move(o));
 
-  // A sprof profile goes up in the job layout (its node's part of a job's prefix), anything else as it is.
   std::string host;
-  if (fs::exists(dir / "sprof.json", ec)) {
+  if (profile && fs::exists(dir / "sprof.json", ec)) {
     auto manifest = store::read_manifest(dir);
     if (!manifest.ok()) return std::move(manifest).error();
     host = manifest->host.empty() ? std::string("localhost") : manifest->host;
@@ -150,11 +153,24 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   worker();
   for (auto& t : threads) t.join();
   if (refused) return *refused;
-  if (auto marked = write_generation_markers(client, location, host); !marked.ok()) {
-    summary.failed.push_back(fmt::format("s3://{}/{}: {}", location.bucket, kGenerationFile, marked.error().message));
+  if (profile) {
+    if (auto marked = write_generation_markers(client, location, host); !marked.ok()) {
+      summary.failed.push_back(fmt::format("s3://{}/{}: {}", location.bucket, kGenerationFile, marked.error().message));
+    }
   }
   std::sort(summary.failed.begin(), summary.failed.end());
   return summary;
+}
+
+}  // namespace
+
+Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url, const S3Options& options,
+                                       const std::function<bool(const fs::path&)>& include) {
+  return upload_files(dir, url, options, include, true);
+}
+
+Result<UploadSummary> upload_tree(const fs::path& dir, std::string_view url, const S3Options& options) {
+  return upload_files(dir, url, options, nullptr, false);
 }
 
 }  // namespace sprof::remote
