@@ -8,7 +8,9 @@ import unittest
 
 from sprof_testlib import DEBIAN_PYTHON, EXIT_USAGE, TempDirTestCase, run_sprof
 
-SCRIPT = "import time\ndef step():\n    time.sleep(0.01)\nfor i in range(3):\n    step()\n"
+# A second of steps: a 30 ms script ended before a sampler on a loaded machine read it, and the
+# profile every test copies had no samples/ (flake hunt, issue 33).
+SCRIPT = "import time\ndef step():\n    time.sleep(0.01)\nfor i in range(100):\n    step()\n"
 
 
 class HostileProfileTest(TempDirTestCase):
@@ -22,6 +24,7 @@ class HostileProfileTest(TempDirTestCase):
         cls.recorded = os.path.join(cls.root, "recorded")
         run_sprof("record", "--rate", "200", "--no-system-metrics", "-o", cls.recorded, "--", DEBIAN_PYTHON, script,
                   check=0)
+        assert os.path.isdir(os.path.join(cls.recorded, "samples")), "the recording every test copies has samples"
 
     @classmethod
     def tearDownClass(cls):
@@ -30,6 +33,7 @@ class HostileProfileTest(TempDirTestCase):
     def copy(self):
         # Three levels below self.tmp, so that a "../../.." escape would land inside self.tmp.
         profile = os.path.join(self.tmp, "a", "b", "prof")
+        shutil.rmtree(profile, ignore_errors=True)  # a failed subtest's copy
         shutil.copytree(self.recorded, profile)
         return profile
 

@@ -121,7 +121,11 @@ class InputWait(TempDirTestCase):
         self.assertEqual(functions["time_view"]["description"], "wall time of the step threads")
         top = functions["top"][0]
         self.assertEqual(top["function"], "load_batch", functions["top"][:3])
-        self.assertGreater(top["waiting_s"], 0.9 * top["self_s"])
+        # load_batch sleeps 20 ms a call; on a loaded machine the woken thread then waits for a core
+        # in state R, which /proc reports as running: up to a scheduler slice or two (a few ms)
+        # of each call. 70 % holds with 6 ms of such a wait per call (89 % seen under the flake
+        # hunt's load; 90 % was the bound before).
+        self.assertGreater(top["waiting_s"], 0.7 * top["self_s"])
         self.assertGreater(top["self_s"], 0.5 * sum(own["waits"]))
         on_cpu = json.loads(run_sprof("analyze", profile, "--json", "--on-cpu", check=EXIT_OK).stdout)["functions"]
         self.assertEqual(on_cpu["time_view"]["description"], "on-CPU time of the step threads")
