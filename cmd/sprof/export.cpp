@@ -96,14 +96,8 @@ Result<int> export_tables(const ExportFlags& f) {
   for (const report::TableFile& file : written.files) rows += file.rows;
   if (s3) {
     // A job already under the prefix is refused, as in a directory: its objects are never replaced.
-    std::string job_prefix = fmt::format("{}/table=jobs/job={}", f.output, written.job);
-    Result<remote::MountedProfile> there = remote::mount_s3_profile(job_prefix, s3_options());
-    if (there.ok()) {
-      return make_error(ErrorKind::usage, "{}: job {} is there already (a job's tables are never rewritten; --job NAME "
-                        "names this one otherwise)", job_prefix, written.job);
-    }
-    if (there.error().kind != ErrorKind::bad_input) return there.error();
-    SPROF_TRY(remote::UploadSummary summary, remote::upload_tree(staging.path(), f.output, s3_options()));
+    SPROF_TRY(remote::UploadSummary summary, remote::upload_tree(staging.path(), f.output, s3_options(),
+                                                                  "table=jobs/job=" + written.job));
     if (!summary.failed.empty()) {
       for (const std::string& failed : summary.failed) fmt::print(stderr, "sprof: not uploaded: {}\n", failed);
       return make_error(ErrorKind::io, "{}: {} of {} table files not uploaded", f.output, summary.failed.size(), summary.files);

@@ -388,7 +388,7 @@ class S3Test(TempDirTestCase):
                 continue
             self.assertEqual(stored[key], data, key)
         again = self.sprof("export", self.url, "-f", "tables", "-o", url, "--job", "one", check=2)
-        self.assertIn("job one is there already", again.stderr)
+        self.assertIn("tables/table=jobs/job=one/ is there already", again.stderr)
 
     def test_stats_dirs_rewrites_a_profile_on_s3(self):
         # The same rewrite (another window) on S3 and on a local copy: the same stats after.

@@ -172,8 +172,10 @@ struct UploadSummary {
 Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
                                        const std::function<bool(const std::filesystem::path&)>& include = nullptr);
 // The files of any directory under `url` as they are (key = prefix/relative path), skipping those
-// already there with the same size and ETag: no job layout, no generation marker.
-Result<UploadSummary> upload_tree(const std::filesystem::path& dir, std::string_view url, const S3Options& options);
+// already there with the same size and ETag: no job layout, no generation marker. `absent`: a
+// folder under `url` that must hold nothing, else nothing is uploaded (a usage error naming it).
+Result<UploadSummary> upload_tree(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
+                                  std::string_view absent = {});
 
 // For commands that rewrite a profile in place (stats-dirs): the node's profile mounted at `url`
 // (mount_s3_profile: a one-node job's prefix, or a job's nodes/<host>) copied into `into`, and put

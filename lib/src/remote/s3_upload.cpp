@@ -169,7 +169,19 @@ Result<UploadSummary> upload_directory(const fs::path& dir, std::string_view url
   return upload_files(dir, url, options, include, true);
 }
 
-Result<UploadSummary> upload_tree(const fs::path& dir, std::string_view url, const S3Options& options) {
+Result<UploadSummary> upload_tree(const fs::path& dir, std::string_view url, const S3Options& options,
+                                  std::string_view absent) {
+  if (!absent.empty()) {
+    SPROF_TRY(S3Location location, parse_s3_url(url));
+    SPROF_TRY(S3Config config, resolve_s3_config(options));
+    S3Client client(config);
+    std::string prefix = (location.prefix.empty() ? std::string() : location.prefix + "/") + std::string(absent) + "/";
+    SPROF_TRY(std::vector<ObjectInfo> there, client.list(location.bucket, prefix));
+    if (!there.empty()) {
+      return make_error(ErrorKind::usage, "s3://{}/{} is there already ({} objects): nothing uploaded", location.bucket,
+                        prefix, there.size());
+    }
+  }
   return upload_files(dir, url, options, nullptr, false);
 }
 

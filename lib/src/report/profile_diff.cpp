@@ -1,8 +1,9 @@
 // `sprof diff`: two sides read as analyze and the GPU views read them, then compared step by step.
 // Steps are the units every interval is taken over: a step's duration, a function's sampled time
-// in the step (each sample's time split across the steps it overlaps), a kernel's time in the step. Samples of one call are not independent draws (a
-// 30 ms call sampled at 1 kHz gives 30 samples or none), so an interval over samples, as a
-// binomial one, is too narrow and raises false alarms; one over steps carries the real noise.
+// in the step (each sample's time split across the steps it overlaps), a kernel's time in the
+// step. Samples of one call are not independent draws (a 30 ms call sampled at 1 kHz gives 30
+// samples or none), so an interval over samples, as a binomial one, is too narrow and raises
+// false alarms; one over steps carries the real noise.
 
 #include "sprof/profile_diff.hpp"
 
