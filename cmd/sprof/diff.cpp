@@ -136,8 +136,8 @@ void add_diff(CLI::App& app, CommandList& commands) {
                   "percent and its interval lies above zero")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--threshold", f->thresholds,
-                  "A threshold of one kind, KIND=PCT (step, iteration, input_wait: of the base median; function: of the "
-                  "base median step; kernel: of the base kernel time per step); repeatable");
+                  "A threshold of one kind, KIND=PCT (step, iteration: of the base median; input_wait: of the base median "
+                  "iteration; function: of the base median step; kernel: of the base kernel time per step); repeatable");
   commands.push_back(Command{sub, [f] { return run_diff(*f); }});
 }
 

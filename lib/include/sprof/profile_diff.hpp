@@ -136,7 +136,7 @@ struct ProfileDiff {
   GpuDiff gpu;
   std::vector<SystemMetricChange> system;  // metrics both sides have
   std::vector<RuleChange> rules;           // verdicts that differ
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // files either side's readers skipped ("BASE: ...", "NEW: ...")
 };
 
 // Reads both sides. A side that is neither a profile nor a trace, a step range without steps of

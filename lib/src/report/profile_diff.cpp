@@ -61,6 +61,7 @@ struct SideData {
   std::string gpu_note;
   std::vector<SystemUsageRow> system;
   std::vector<rules::RuleResult> rules;
+  std::vector<std::string> warnings;  // files the readers skipped
 };
 
 bool is_trace_file(const fs::path& path) {
@@ -288,6 +289,7 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
   read_gpu(input.path, options.mode, input, false, data);
   data.system = report.system;
   data.rules = report.rules;
+  data.warnings = report.warnings;
   data.side.has_gpu = data.gpu.has_value();
   return data;
 }
@@ -331,6 +333,8 @@ Result<ProfileDiff> diff_profiles(const DiffOptions& options) {
   diff.mode = options.mode;
   diff.confidence = options.confidence;
   diff.time_view = options.time_view.describe();
+  for (const std::string& w : base.warnings) diff.warnings.push_back("BASE: " + w);
+  for (const std::string& w : next.warnings) diff.warnings.push_back("NEW: " + w);
 
   if (!base.step_s.empty() && !next.step_s.empty()) {
     diff.steps.push_back(distribution("step", base.step_s, next.step_s, options));
