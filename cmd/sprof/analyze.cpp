@@ -93,7 +93,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   auto options = std::make_shared<AnalyzeCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "analyze", "One page about a job: summary, phases, step times, top functions, system usage, rule findings");
-  sub->add_option("DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
+  add_profile_argument(sub, "DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
   sub->add_option("-f,--format", options->format, "Output: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -110,7 +110,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   CLI::App* report_sub = app.add_subcommand(
       "report", "The analysis as one self-contained HTML page: charts of step times and system metrics, flame "
                 "graphs of the run, each mode, phase and step, functions, rules, GPU");
-  report_sub->add_option("DIR", report_options->profile_dir, "Profile directory (sprof's or smdebug's)")->required();
+  add_profile_argument(report_sub, "DIR", report_options->profile_dir, "Profile directory (sprof's or smdebug's)")->required();
   report_sub->add_option("-o,--output", report_options->html, "The HTML file to write")->capture_default_str();
   add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {

@@ -41,6 +41,11 @@ using CommandList = std::vector<Command>;
 
 const GlobalOptions& global_options();
 
+// A positional argument that names a profile: a directory, or s3://bucket/prefix, which main()
+// mounts before the command runs (sprof/s3.hpp) so that the command reads it as a directory.
+CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, std::string& value, const std::string& help);
+bool is_profile_argument(const CLI::Option* option);
+
 // Record's and top's command: what follows "--"; main() puts the "--" a user left out before the
 // first word that is not one of sprof's options or their values (`sprof record python3 train.py
 // -d 5` runs train.py with -d 5), so the command's own flags are never sprof's.

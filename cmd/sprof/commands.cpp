@@ -45,6 +45,24 @@ const CLI::App* subcommand_named(const CLI::App& app, const std::string& word) {
 
 }  // namespace
 
+namespace {
+std::vector<const CLI::Option*>& profile_arguments() {
+  static std::vector<const CLI::Option*> options;
+  return options;
+}
+}  // namespace
+
+CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, std::string& value, const std::string& help) {
+  CLI::Option* option = sub->add_option(name, value, help);
+  profile_arguments().push_back(option);
+  return option;
+}
+
+bool is_profile_argument(const CLI::Option* option) {
+  const auto& all = profile_arguments();
+  return std::find(all.begin(), all.end(), option) != all.end();
+}
+
 size_t command_start(const CLI::App& app, const std::vector<std::string>& args) {
   size_t at = first_word(app, args, 0);  // the subcommand
   const CLI::App* sub = at < args.size() ? subcommand_named(app, args[at]) : nullptr;

@@ -116,8 +116,8 @@ void add_diff(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "diff", "What changed between two runs (or two step ranges of one): step times, functions and GPU kernels per "
               "step, each change with its confidence interval; --fail-on-regression for CI");
-  sub->add_option("BASE", f->base, "The run compared against: a profile directory, s3:// URL, or Chrome trace")->required();
-  sub->add_option("NEW", f->next, "The run compared: the same kinds")->required();
+  add_profile_argument(sub, "BASE", f->base, "The run compared against: a profile directory, s3:// URL, or Chrome trace")->required();
+  add_profile_argument(sub, "NEW", f->next, "The run compared: the same kinds")->required();
   sub->add_option("--mode", f->mode, "The steps compared: train, eval, predict or global")
       ->check(CLI::IsMember({"train", "eval", "predict", "global"}))
       ->capture_default_str();

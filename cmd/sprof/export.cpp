@@ -117,7 +117,7 @@ void add_export(CLI::App& app, CommandList& commands) {
       "export",
       "Write a profile's samples as collapsed stacks, speedscope JSON or a flame graph SVG, or the profile as a Chrome "
       "trace");
-  sub->add_option("dir", flags->dir, "Profile directory written by sprof record")->required();
+  add_profile_argument(sub, "dir", flags->dir, "Profile directory written by sprof record")->required();
   sub->add_option("-f,--format", flags->format,
                   "collapsed (alias raw: flamegraph.pl's folded stacks), speedscope, flamegraph (an "
                   "interactive SVG: hover, click to zoom, search), or chrome (a Chrome trace in kineto's "

@@ -153,7 +153,7 @@ void add_gpu(CLI::App& app, CommandList& commands) {
   auto f = std::make_shared<GpuFlags>();
   CLI::App* sub = app.add_subcommand("gpu", "GPU summaries of a profile or a kineto (torch.profiler) trace: "
                                             "kernels, memcpy, api, idle, breakdown, launch, overlap, callsites");
-  sub->add_option("path", f->path, "Profile directory, or a Chrome trace (.json, .json.gz)")->required();
+  add_profile_argument(sub, "path", f->path, "Profile directory, or a Chrome trace (.json, .json.gz)")->required();
   sub->add_option("view", f->view, "kernels | memcpy | api | idle | breakdown | launch | overlap | callsites")
       ->required()
       ->check(CLI::IsMember(kViews));

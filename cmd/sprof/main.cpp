@@ -67,9 +67,7 @@ void setup_logging(const GlobalOptions& options) {
 // path, so the command reads it as it reads a directory (sprof/s3.hpp).
 Result<int> mount_s3_arguments(const CLI::App& sub) {
   for (const CLI::Option* option : sub.get_options()) {
-    if (!option->get_positional()) continue;
-    const std::string& name = option->get_name();
-    if (name != "dir" && name != "DIR" && name != "PROFILE_DIR" && name != "path" && name != "BASE" && name != "NEW") continue;
+    if (!is_profile_argument(option)) continue;
     for (const std::string& value : option->results()) {
       if (!remote::is_s3_url(value)) continue;
       SPROF_TRY(remote::MountedProfile mounted, remote::mount_s3_profile(value, s3_options()));

@@ -64,7 +64,7 @@ void add_markers(CLI::App& app, CommandList& commands) {
   CLI::App* sub = app.add_subcommand(
       "markers", "Steps, markers and counters each process recorded through sprof's Python API, aggregated as "
                  "sprof.dumps() prints them (MXNet's profiler.dumps)");
-  sub->add_option("dir", f->dir, "Profile directory written by sprof record")->required();
+  add_profile_argument(sub, "dir", f->dir, "Profile directory written by sprof record")->required();
   sub->add_option("--pid", f->pid, "Only this process (then exactly the table sprof.dumps() printed)")
       ->check(CLI::PositiveNumber);
   sub->add_option("-f,--format", f->format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();

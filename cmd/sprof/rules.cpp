@@ -72,7 +72,7 @@ void add_rules(CLI::App& app, CommandList& commands) {
   auto options = std::make_shared<RulesCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "rules", "Run SageMaker Debugger's built-in profiler rules (ProfilerReport and its sub-rules) on a profile");
-  sub->add_option("DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
+  add_profile_argument(sub, "DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
   sub->add_option("-r,--rule", options->rules,
                   "Run only this rule, built-in or custom (repeatable; case-insensitive). Default: ProfilerReport, "
                   "i.e. all built-ins, and every custom rule");

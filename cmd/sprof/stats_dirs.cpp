@@ -48,7 +48,7 @@ void add_stats_dirs(CLI::App& app, CommandList& commands) {
   auto flags = std::make_shared<StatsDirsFlags>();
   CLI::App* sub = app.add_subcommand(
       "stats-dirs", "(Re)write a recorded profile's per-interval stats directories from its raw samples");
-  sub->add_option("PROFILE_DIR", flags->dir, "Profile directory written by sprof record")->required();
+  add_profile_argument(sub, "PROFILE_DIR", flags->dir, "Profile directory written by sprof record")->required();
   sub->add_option("--python-timer", flags->python_timer,
                   "Samples python_stats counts: total_time (all), cpu_time (on-CPU), off_cpu_time (idle)")
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))

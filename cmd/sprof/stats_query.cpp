@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "command.hpp"
 #include "sprof/pstats.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/stats_render.hpp"
@@ -10,7 +11,7 @@
 namespace sprof::cli {
 
 void add_profile_options(CLI::App* app, ProfileOptions& options) {
-  app->add_option("PROFILE_DIR", options.profile_dir,
+  add_profile_argument(app, "PROFILE_DIR", options.profile_dir,
                   "Profile directory: the profile root, or framework/<framework>/<profiler>")
       ->required();
   app->add_flag("--strict", options.strict,
