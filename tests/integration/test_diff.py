@@ -258,6 +258,23 @@ def kernel_time_per_step(path):
     return out, len(steps)
 
 
+class SmdebugDirectories(unittest.TestCase):
+    def test_smdebugs_own_directory_compares_its_steps(self):
+        # smdebug's framework traces carry steps and no samples: the step times compare, the
+        # functions say why they cannot.
+        profile = os.path.join(SOURCE_DIR, "third_party", "smdebug-test-resources", "merge_traces")
+        proc = run_sprof("diff", profile, profile, "--json", "--fail-on-regression", "0", check=0)
+        doc = json.loads(proc.stdout)
+        self.assertEqual((doc["base"]["steps"], doc["new"]["steps"]), (30, 30))
+        self.assertEqual([s["metric"] for s in doc["steps"]], ["step", "iteration", "input wait"])
+        for s in doc["steps"]:
+            self.assertEqual(s["change_s"], 0)
+            self.assertLessEqual(s["interval_s"][0], 0)
+            self.assertGreaterEqual(s["interval_s"][1], 0)
+        self.assertEqual(doc["functions"], [])
+        self.assertIn("no samples", doc["functions_note"])
+
+
 class TorchProfilerTraces(unittest.TestCase):
     def test_kernels_per_step_match_the_traces(self):
         proc = run_sprof("diff", NCCL_TRACE, SAMPLED_TRACE, "--json", check=0)

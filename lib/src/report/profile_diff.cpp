@@ -86,7 +86,13 @@ std::string range_text(const DiffSideInput& input) {
 // a step than the step lasted.
 Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>& steps, const TimeView& view,
                       SideData& data) {
-  SPROF_TRY(store::ProfileSamples samples, store::load_profile_samples(dir));
+  Result<store::ProfileSamples> loaded = store::load_profile_samples(dir);
+  if (!loaded.ok()) {
+    // smdebug's own directories have steps and no samples: the other sections still compare.
+    if (loaded.error().kind == ErrorKind::bad_input) return {};
+    return std::move(loaded).error();
+  }
+  store::ProfileSamples& samples = *loaded;
   if (samples.processes.empty() || !samples.manifest) return {};
   data.side.has_samples = true;
   const int64_t offset = samples.manifest->epoch_offset_ns();
