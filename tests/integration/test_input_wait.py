@@ -129,7 +129,11 @@ class InputWait(TempDirTestCase):
         self.assertGreater(top["self_s"], 0.5 * sum(own["waits"]))
         on_cpu = json.loads(run_sprof("analyze", profile, "--json", "--on-cpu", check=EXIT_OK).stdout)["functions"]
         self.assertEqual(on_cpu["time_view"]["description"], "on-CPU time of the step threads")
-        self.assertNotIn("load_batch", [f["function"] for f in on_cpu["top"][:1]])
+        # Its sleeps leave the on-CPU view: what stays is the state-R time after each wake-up (the
+        # bound above: under 30 % of its wall time), which on a loaded machine can still outweigh
+        # the short train_step and keep it first, so the test weighs it, not its rank.
+        on_cpu_load = [f for f in on_cpu["top"] if f["function"] == "load_batch"]
+        self.assertLess(on_cpu_load[0]["self_s"] if on_cpu_load else 0, 0.35 * top["self_s"], on_cpu["top"][:3])
         text = run_sprof("analyze", profile, check=EXIT_OK).stdout
         self.assertIn("TOP FUNCTIONS (self time: wall time of the step threads; WAITING: of it off-CPU)", text)
         folded_path = os.path.join(self.tmp, "plain.folded")
