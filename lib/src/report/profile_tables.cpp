@@ -231,6 +231,8 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   const store::ProfileSamples* samples = nullptr;
   store::ProfileSamples loaded;
   Result<store::ProfileSamples> read = store::load_profile_samples(profile_dir);
+  // Not a sprof profile (smdebug's own directory: bad_input) has no samples; any other error is one.
+  if (!read.ok() && read.error().kind != ErrorKind::bad_input) return std::move(read).error();
   if (read.ok() && !read->processes.empty()) {
     loaded = std::move(*read);
     samples = &loaded;
