@@ -27,6 +27,14 @@ struct AnalyzeOptions {
   TimeView time_view;          // which samples the functions of the run, phases and steps read
   size_t gpu_kernels = 5;      // top kernels in the GPU section
   size_t gpu_call_sites = 5;   // top call sites in the GPU section
+
+  // No function, phase, slowest-step or GPU tables: the figures a reader of steps, rules and
+  // system metrics needs (diff, export -f tables), for less work.
+  static AnalyzeOptions figures_only() {
+    AnalyzeOptions o;
+    o.top_functions = o.phase_functions = o.slowest_steps = o.gpu_kernels = o.gpu_call_sites = 0;
+    return o;
+  }
 };
 
 struct JobProcess {
@@ -91,6 +99,7 @@ struct StepRecord {
   std::optional<double> wait_s;   // the input wait before the step (sprof/iterations.hpp), when measured
   double dataloader_s = 0;        // of it, inside DataLoader fetches
   double seconds() const { return static_cast<double>(end_us - start_us) / 1e6; }
+  std::optional<int64_t> number() const;  // `step` as an integer, when it is one
 };
 
 // StepOutlier's definition: a step is an outlier when its duration > mean + stddev·std (population)
@@ -251,5 +260,9 @@ std::optional<AnalyzeReport::StepSkew> step_skew(const std::vector<StepRecord>& 
 // Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and
 // framework/: bad_input. Unknown rule parameters: usage errors, as in `sprof rules`.
 Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options);
+// The same, handing over the sample logs it read (none for a directory sprof did not record), so
+// that a caller that reads them too does not read them twice.
+Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options,
+                              std::optional<store::ProfileSamples>& samples);
 
 }  // namespace sprof::report

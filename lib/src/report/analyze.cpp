@@ -237,6 +237,12 @@ std::vector<StepRecord> take_partial_steps(const store::ProfileSamples& samples,
 }  // namespace
 
 Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
+  std::optional<store::ProfileSamples> samples;
+  return analyze(dir, options, samples);
+}
+
+Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options,
+                              std::optional<store::ProfileSamples>& samples) {
   // Rule names and parameters first, so a typo fails before any reading.
   SPROF_TRY_STATUS(rules::check_rules(options.rules));
   SPROF_TRY_STATUS(store::check_directory(dir));
@@ -250,7 +256,7 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   AnalyzeReport report;
   report.dir = dir;
   report.time_view = options.time_view;
-  std::optional<store::ProfileSamples> samples;
+  samples.reset();
   if (sprof_profile) {
     SPROF_TRY(auto loaded, store::load_profile_samples(dir));
     samples = std::move(loaded);

@@ -1,12 +1,20 @@
 // analyze: steps from the framework timeline, their statistics and the job phases they imply.
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "report/analyze_parts.hpp"
 #include "rules/numeric.hpp"
 
 namespace sprof::report {
+
+std::optional<int64_t> StepRecord::number() const {
+  char* end = nullptr;
+  long long n = std::strtoll(step.c_str(), &end, 10);
+  if (end == step.c_str() || *end != '\0') return std::nullopt;
+  return n;
+}
 
 std::vector<StepRecord> collect_steps(const std::vector<store::TraceEvent>& events) {
   std::vector<StepRecord> steps;

@@ -84,21 +84,16 @@ std::string range_text(const DiffSideInput& input) {
 // The step threads' samples in the selected steps, summed per function and step: each sample's
 // time split across the steps it overlaps (step_spans.hpp), so a function never has more time in
 // a step than the step lasted.
-Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>& steps, const TimeView& view,
-                      SideData& data) {
-  Result<store::ProfileSamples> loaded = store::load_profile_samples(dir);
-  if (!loaded.ok()) {
-    // smdebug's own directories have steps and no samples: the other sections still compare.
-    if (loaded.error().kind == ErrorKind::bad_input) return {};
-    return std::move(loaded).error();
-  }
-  store::ProfileSamples& samples = *loaded;
-  if (samples.processes.empty() || !samples.manifest) return {};
+// (smdebug's own directories have steps and no samples: the other sections still compare.)
+void read_functions(const store::ProfileSamples& samples, const std::vector<const StepRecord*>& steps,
+                    const TimeView& view, SideData& data) {
+  if (samples.processes.empty() || !samples.manifest) return;
   data.side.has_samples = true;
-  const int64_t offset = samples.manifest->epoch_offset_ns();
+  const store::Manifest& manifest = *samples.manifest;
   std::map<int64_t, std::vector<StepSpan>> spans;  // by pid, by begin
   for (size_t i = 0; i < steps.size(); ++i) {
-    spans[steps[i]->pid].push_back({steps[i]->start_us * 1000 - offset, steps[i]->end_us * 1000 - offset, int64_t(i)});
+    spans[steps[i]->pid].push_back(
+        {manifest.to_monotonic_ns(steps[i]->start_us), manifest.to_monotonic_ns(steps[i]->end_us), int64_t(i)});
   }
   for (auto& [pid, w] : spans) std::sort(w.begin(), w.end(), [](const StepSpan& a, const StepSpan& b) { return a.begin_ns < b.begin_ns; });
   std::vector<double> sampled(steps.size(), 0);
@@ -167,7 +162,6 @@ Status read_functions(const fs::path& dir, const std::vector<const StepRecord*>&
   for (auto& [key, sums] : data.functions) {  // the steps without the function count as zeros
     sums.self.n = sums.total.n = double(steps.size());
   }
-  return {};
 }
 
 // Kernels per selected step: each kernel counted in the step its start falls in.
@@ -261,20 +255,15 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
   if (!fs::exists(input.path, ec) && input.path.string().find("://") == std::string::npos) {
     return make_error(ErrorKind::bad_input, "{} {}: no such file or directory", which, input.path.string());
   }
-  AnalyzeOptions analyze_options;
-  analyze_options.top_functions = 0;
-  analyze_options.phase_functions = 0;
-  analyze_options.slowest_steps = 0;
-  analyze_options.gpu_kernels = 0;
-  analyze_options.gpu_call_sites = 0;
-  SPROF_TRY(AnalyzeReport report, analyze(input.path, analyze_options));
+  std::optional<store::ProfileSamples> samples;
+  SPROF_TRY(AnalyzeReport report, analyze(input.path, AnalyzeOptions::figures_only(), samples));
   const std::string mode_key(mode_key_name(options.mode));
   std::vector<const StepRecord*> steps;
   for (const StepRecord& s : report.steps) {
     if (s.mode != mode_key) continue;
-    char* end = nullptr;
-    long long number = std::strtoll(s.step.c_str(), &end, 10);
-    if (end == s.step.c_str() || !in_range(input, number)) continue;
+    const std::optional<int64_t> step = s.number();
+    if (!step || !in_range(input, *step)) continue;
+    const int64_t number = *step;
     if (steps.empty()) data.side.first_step = data.side.last_step = number;
     data.side.first_step = std::min<int64_t>(data.side.first_step, number);
     data.side.last_step = std::max<int64_t>(data.side.last_step, number);
@@ -291,7 +280,7 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
     return make_error(ErrorKind::bad_input, "{} {}: no {} steps{}{}", which, input.path.string(), to_string(options.mode),
                       range_text(input), report.steps_note.empty() ? "" : " (" + report.steps_note + ")");
   }
-  SPROF_TRY_STATUS(read_functions(input.path, steps, options.time_view, data));
+  if (samples) read_functions(*samples, steps, options.time_view, data);
   read_gpu(input.path, options.mode, input, false, data);
   data.system = report.system;
   data.rules = report.rules;

@@ -85,10 +85,9 @@ class TableWriter {
 
 ordered_json optional_number(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
-ordered_json step_number(const std::string& step) {
-  char* end = nullptr;
-  long long n = std::strtoll(step.c_str(), &end, 10);
-  return end != step.c_str() && *end == '\0' ? ordered_json(n) : ordered_json(nullptr);
+ordered_json step_number(const StepRecord& s) {
+  const std::optional<int64_t> n = s.number();
+  return n ? ordered_json(*n) : ordered_json(nullptr);
 }
 
 std::string default_job(const fs::path& dir, const AnalyzeReport& report) {
@@ -115,7 +114,7 @@ struct ProcessSteps {
 
 void put_step(ordered_json& row, const StepRecord* s) {
   row["mode"] = s ? ordered_json(s->mode) : ordered_json(nullptr);
-  row["step"] = s ? step_number(s->step) : ordered_json(nullptr);
+  row["step"] = s ? step_number(*s) : ordered_json(nullptr);
 }
 
 // Each sample's time split across the process's steps and the gaps between them: a step's rows
@@ -208,13 +207,8 @@ Status write_kernels(const fs::path& dir, const ProcessSteps& steps, const std::
 }  // namespace
 
 Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs::path& out_dir, const TablesOptions& options) {
-  AnalyzeOptions analyze_options;
-  analyze_options.top_functions = 0;
-  analyze_options.phase_functions = 0;
-  analyze_options.slowest_steps = 0;
-  analyze_options.gpu_kernels = 0;
-  analyze_options.gpu_call_sites = 0;
-  SPROF_TRY(AnalyzeReport report, analyze(profile_dir, analyze_options));
+  std::optional<store::ProfileSamples> loaded;
+  SPROF_TRY(AnalyzeReport report, analyze(profile_dir, AnalyzeOptions::figures_only(), loaded));
   TablesWritten written;
   written.job = partition_value(options.job.empty() ? default_job(profile_dir, report) : options.job);
   static const char* const kTables[] = {"jobs", "steps", "function_samples", "kernels", "system_metrics", "rules"};
@@ -228,15 +222,8 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   }
   auto writer = [&](const char* table) { return TableWriter(out_dir, table, written.job, options.rows_per_part, written); };
 
-  const store::ProfileSamples* samples = nullptr;
-  store::ProfileSamples loaded;
-  Result<store::ProfileSamples> read = store::load_profile_samples(profile_dir);
-  // Not a sprof profile (smdebug's own directory: bad_input) has no samples; any other error is one.
-  if (!read.ok() && read.error().kind != ErrorKind::bad_input) return std::move(read).error();
-  if (read.ok() && !read->processes.empty()) {
-    loaded = std::move(*read);
-    samples = &loaded;
-  }
+  // smdebug's own directories have no samples.
+  const store::ProfileSamples* samples = loaded && !loaded->processes.empty() ? &*loaded : nullptr;
   const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
 
   std::set<std::string> hosts;
@@ -261,14 +248,13 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   TableWriter steps = writer("steps");
   ProcessSteps process_steps;
   std::map<int64_t, std::string> node_of;
-  const int64_t offset = manifest ? manifest->epoch_offset_ns() : 0;
   for (bool partial : {false, true}) {
     for (const StepRecord& s : partial ? report.partial_steps : report.steps) {
       auto rank = ranks.find(s.node);
       SPROF_TRY_STATUS(steps.add(s.node, ordered_json{{"pid", s.pid},
                                                       {"rank", rank != ranks.end() ? ordered_json(rank->second) : ordered_json(nullptr)},
                                                       {"mode", s.mode},
-                                                      {"step", step_number(s.step)},
+                                                      {"step", step_number(s)},
                                                       {"start_us", s.start_us},
                                                       {"end_us", s.end_us},
                                                       {"duration_s", s.seconds()},
@@ -276,8 +262,10 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
                                                       {"dataloader_s", s.dataloader_s},
                                                       {"outlier", s.outlier},
                                                       {"partial", partial}}));
-      process_steps.spans[s.pid].push_back({s.start_us * 1000 - offset, s.end_us * 1000 - offset,
-                                            int64_t(process_steps.steps.size())});
+      if (manifest != nullptr) {  // samples and kernels are placed in steps only in sprof's profiles
+        process_steps.spans[s.pid].push_back({manifest->to_monotonic_ns(s.start_us), manifest->to_monotonic_ns(s.end_us),
+                                              int64_t(process_steps.steps.size())});
+      }
       process_steps.steps.push_back(&s);
       node_of.emplace(s.pid, s.node);
     }
