@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -24,8 +25,29 @@ inline std::string interval_text(const report::ConfidenceInterval& ci) {
 }
 inline std::string pct_text(double pct) { return fmt::format("{:+.1f} %", pct); }
 
-// Green when an interval says the time fell, red when it rose; plain when it holds zero.
-inline std::string change_color(const report::ConfidenceInterval& ci) { return ci.lo > 0 ? "31" : ci.hi < 0 ? "32" : ""; }
+// What an interval says of a change: it grew (lies above zero), shrank (below), or cannot tell.
+enum class Trend { none, grew, shrank };
+inline Trend trend_of(const report::ConfidenceInterval& ci) {
+  return ci.lo > 0 ? Trend::grew : ci.hi < 0 ? Trend::shrank : Trend::none;
+}
+
+// The diff's tables as cells, drawn by the text page (colours) and the HTML page (classes) alike.
+struct DiffCell {
+  std::string text;
+  Trend trend = Trend::none;
+};
+struct DiffTable {
+  std::vector<std::string> headers;
+  std::vector<std::vector<DiffCell>> rows;
+  size_t more = 0;  // rows left out after the first `top`
+};
+// Step, iteration and input-wait medians.
+DiffTable step_table(const report::ProfileDiff& diff);
+// The `top` functions with the largest change of self time per step, or of total time (with what
+// they called: a function that slowed in a shared helper shows there).
+DiffTable function_table(const report::ProfileDiff& diff, bool total, size_t top);
+// The `top` kernels with the largest change of time per step.
+DiffTable kernel_table(const report::GpuDiff& gpu, size_t top);
 
 // A side as the pages name it: its path, steps and what was left out.
 inline std::string side_text(const report::DiffSide& s) {

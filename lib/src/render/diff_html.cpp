@@ -34,33 +34,35 @@ class Html {
   explicit Html(std::string& out) : out_(out) {}
   void text(std::string_view t) { append_markup_escaped(out_, t); }
   void raw(std::string_view t) { out_ += t; }
-  // A table: headers, then rows of cells; a cell's class "grew" or "shrank" colours it.
-  void table(const std::vector<std::string>& headers, const std::vector<std::vector<std::pair<std::string, std::string>>>& rows,
-             const std::string& id) {
+  // A table; a cell that grew or shrank gets that class (the page's style colours it).
+  void table(const DiffTable& t, const std::string& id) {
     raw("<table id=\"" + id + "\"><tr>");
-    for (const auto& h : headers) {
+    for (const auto& h : t.headers) {
       raw("<th>");
       text(h);
       raw("</th>");
     }
     raw("</tr>\n");
-    for (const auto& row : rows) {
+    for (const auto& row : t.rows) {
       raw("<tr>");
-      for (const auto& [cell, cls] : row) {
-        raw(cls.empty() ? "<td>" : "<td class=\"" + cls + "\">");
-        text(cell);
+      for (const DiffCell& cell : row) {
+        raw(cell.trend == Trend::grew ? "<td class=\"grew\">" : cell.trend == Trend::shrank ? "<td class=\"shrank\">" : "<td>");
+        text(cell.text);
         raw("</td>");
       }
       raw("</tr>\n");
     }
     raw("</table>\n");
   }
+  void note(std::string_view t) {
+    raw("<p class=\"note\">");
+    text(t);
+    raw("</p>\n");
+  }
 
  private:
   std::string& out_;
 };
-
-std::string change_class(const report::ConfidenceInterval& ci) { return ci.lo > 0 ? "grew" : ci.hi < 0 ? "shrank" : ""; }
 
 }  // namespace
 
@@ -88,38 +90,24 @@ std::string diff_html(const report::ProfileDiff& diff, const std::vector<report:
 
   h.raw("<section id=\"regressions\"><h2>Regressions</h2>\n");
   if (regressions.empty()) {
-    h.raw("<p class=\"note\">None beyond the thresholds asked for (--fail-on-regression, --threshold).</p>\n");
+    h.note("None beyond the thresholds asked for (--fail-on-regression, --threshold).");
   } else {
-    std::vector<std::vector<std::pair<std::string, std::string>>> rows;
+    DiffTable t{{"KIND", "WHAT", "CHANGE", "THRESHOLD", "INTERVAL"}, {}, 0};
     for (const report::Regression& r : regressions) {
-      rows.push_back({{r.kind, ""}, {r.what, ""}, {pct_text(r.change_pct), "grew"}, {fmt::format("{:.1f} %", r.threshold_pct), ""},
-                      {interval_text(r.interval_s), ""}});
+      t.rows.push_back({{r.kind}, {r.what}, {pct_text(r.change_pct), Trend::grew}, {fmt::format("{:.1f} %", r.threshold_pct)},
+                        {interval_text(r.interval_s)}});
     }
-    h.table({"KIND", "WHAT", "CHANGE", "THRESHOLD", "INTERVAL"}, rows, "regression-table");
+    h.table(t, "regression-table");
   }
   h.raw("</section>\n<section id=\"steps\"><h2>Step time</h2>\n");
   if (diff.steps.empty()) {
-    h.raw("<p class=\"note\">");
-    h.text(diff.steps_note);
-    h.raw("</p>\n");
+    h.note(diff.steps_note);
   } else {
-    std::vector<std::vector<std::pair<std::string, std::string>>> rows;
-    for (const report::DistributionChange& d : diff.steps) {
-      rows.push_back({{d.metric, ""},
-                      {seconds_text(d.base_median_s), ""},
-                      {seconds_text(d.new_median_s), ""},
-                      {signed_seconds(d.change_s) + " (" + pct_text(d.change_pct) + ")", change_class(d.interval_s)},
-                      {interval_text(d.interval_s), ""},
-                      {d.p_value < 0.001 ? "<0.001" : fmt::format("{:.3f}", d.p_value), ""},
-                      {fmt::format("{} / {}", d.base_count, d.new_count), ""}});
-    }
-    h.table({"METRIC", "BASE MEDIAN", "NEW MEDIAN", "CHANGE", "INTERVAL", "P", "STEPS"}, rows, "step-table");
+    h.table(step_table(diff), "step-table");
   }
   h.raw("</section>\n<section id=\"flame\"><h2>Differential flame graph</h2>\n");
   if (diff.flame.children.empty()) {
-    h.raw("<p class=\"note\">");
-    h.text(diff.functions_note.empty() ? "No sample fell in the selected steps." : diff.functions_note);
-    h.raw("</p>\n");
+    h.note(diff.functions_note.empty() ? "No sample fell in the selected steps." : diff.functions_note);
   } else {
     h.raw("<p class=\"note\">The step threads' stacks per step; a frame's colour is its time per step NEW − BASE, "
           "red where it grew and blue where it shrank, the deepest for the largest change of any frame. Click to zoom.</p>\n"
@@ -129,44 +117,17 @@ std::string diff_html(const report::ProfileDiff& diff, const std::vector<report:
   }
   h.raw("</section>\n<section id=\"functions\"><h2>Functions by self time per step</h2>\n");
   if (!diff.functions_note.empty()) {
-    h.raw("<p class=\"note\">");
-    h.text(diff.functions_note);
-    h.raw("</p>\n");
+    h.note(diff.functions_note);
   } else {
-    std::vector<std::vector<std::pair<std::string, std::string>>> rows;
-    for (const report::FunctionChange& f : diff.functions) {
-      if (rows.size() == top) break;
-      if (f.base_self_s <= 0 && f.new_self_s <= 0) continue;
-      std::string name = f.name + " (" + f.file + ":" + std::to_string(f.line) + ")";
-      if (!f.status.empty()) name += " [" + f.status + "]";
-      rows.push_back({{signed_seconds(f.change_s), change_class(f.interval_s)},
-                      {pct_text(f.change_pct_of_step), ""},
-                      {interval_text(f.interval_s), ""},
-                      {seconds_text(f.base_self_s), ""},
-                      {seconds_text(f.new_self_s), ""},
-                      {seconds_text(f.base_total_s) + " → " + seconds_text(f.new_total_s), ""},
-                      {name, ""}});
-    }
-    h.table({"CHANGE", "OF STEP", "INTERVAL", "BASE", "NEW", "TOTAL", "FUNCTION"}, rows, "function-table");
+    h.table(function_table(diff, false, top), "function-table");
+    h.raw("<h3>By total time per step (with what they called)</h3>\n");
+    h.table(function_table(diff, true, top), "function-total-table");
   }
   h.raw("</section>\n<section id=\"gpu\"><h2>GPU kernels by time per step</h2>\n");
   if (!diff.gpu.present) {
-    h.raw("<p class=\"note\">");
-    h.text(diff.gpu.note);
-    h.raw("</p>\n");
+    h.note(diff.gpu.note);
   } else {
-    std::vector<std::vector<std::pair<std::string, std::string>>> rows;
-    for (const report::KernelChange& k : diff.gpu.kernels) {
-      if (rows.size() == top) break;
-      rows.push_back({{signed_seconds(k.change_s), change_class(k.interval_s)},
-                      {pct_text(k.change_pct), ""},
-                      {interval_text(k.interval_s), ""},
-                      {seconds_text(k.base_s), ""},
-                      {seconds_text(k.new_s), ""},
-                      {fmt::format("{:.1f} → {:.1f}", k.base_count, k.new_count), ""},
-                      {k.status.empty() ? k.name : k.name + " [" + k.status + "]", ""}});
-    }
-    h.table({"CHANGE", "OF KERNELS", "INTERVAL", "BASE", "NEW", "LAUNCHES/STEP", "KERNEL"}, rows, "kernel-table");
+    h.table(kernel_table(diff.gpu, top), "kernel-table");
   }
   h.raw("</section>\n<script type=\"application/json\" id=\"sprof-diff-data\">");
   ordered_json data{{"flame", diff.flame.children.empty() ? ordered_json(nullptr) : flame_json(diff.flame)}};

@@ -16,6 +16,19 @@ namespace {
 using nlohmann::ordered_json;
 
 double finite(double x) { return std::isfinite(x) ? x : 0; }
+
+// Red when it grew, green when it shrank.
+std::string text_table(const DiffTable& table, bool color, size_t width) {
+  TextTable t(table.headers);
+  for (const auto& row : table.rows) {
+    std::vector<TableCell> cells;
+    for (const DiffCell& c : row) cells.push_back({c.text, c.trend == Trend::grew ? "31" : c.trend == Trend::shrank ? "32" : ""});
+    t.add_row(std::move(cells));
+  }
+  std::string out = t.render(color, width);
+  if (table.more > 0) out += fmt::format("  ({} more; --top N, or --json for all)\n", table.more);
+  return out;
+}
 ordered_json interval_json(const report::ConfidenceInterval& ci) {
   if (!std::isfinite(ci.lo) || !std::isfinite(ci.hi)) return nullptr;
   return ordered_json::array({ci.lo, ci.hi});
@@ -38,19 +51,7 @@ std::string diff_text(const report::ProfileDiff& diff, const std::vector<report:
   if (diff.steps.empty()) {
     out += "  (" + diff.steps_note + ")\n";
   } else {
-    TextTable t({"METRIC", "BASE", "NEW", "CHANGE", "INTERVAL", "P", "BASE P90", "NEW P90", "STEPS"});
-    for (const report::DistributionChange& d : diff.steps) {
-      t.add_row({{d.metric, ""},
-                 {seconds_text(d.base_median_s), ""},
-                 {seconds_text(d.new_median_s), ""},
-                 {fmt::format("{} ({})", signed_seconds(d.change_s), pct_text(d.change_pct)), change_color(d.interval_s)},
-                 {interval_text(d.interval_s), ""},
-                 {d.p_value < 0.001 ? "<0.001" : fmt::format("{:.3f}", d.p_value), ""},
-                 {seconds_text(d.base_p90_s), ""},
-                 {seconds_text(d.new_p90_s), ""},
-                 {fmt::format("{} / {}", d.base_count, d.new_count), ""}});
-    }
-    out += t.render(color, width);
+    out += text_table(step_table(diff), color, width);
   }
 
   fmt::format_to(std::back_inserter(out), "\nFunctions by self time per step ({}; interval over steps)\n", diff.time_view);
@@ -59,37 +60,9 @@ std::string diff_text(const report::ProfileDiff& diff, const std::vector<report:
   } else {
     fmt::format_to(std::back_inserter(out), "  sampled per step: BASE {}, NEW {}\n", seconds_text(diff.base.sampled_s_per_step),
                    seconds_text(diff.next.sampled_s_per_step));
-    // By self time: where the time went; by total time: which caller it went under (a function
-    // that slowed in a shared helper shows there).
-    for (bool total : {false, true}) {
-      std::vector<const report::FunctionChange*> rows;
-      for (const report::FunctionChange& f : diff.functions) {
-        if (total ? (f.base_total_s > 0 || f.new_total_s > 0) : (f.base_self_s > 0 || f.new_self_s > 0)) rows.push_back(&f);
-      }
-      if (total) {
-        std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
-          return std::abs(a->total_change_s) > std::abs(b->total_change_s);
-        });
-        out += "\nFunctions by total time per step (with what they called)\n";
-      }
-      TextTable t({"CHANGE", "OF STEP", "INTERVAL", "BASE", "NEW", "FUNCTION"});
-      const double step_s = diff.steps.empty() ? 0 : diff.steps.front().base_median_s;
-      for (size_t i = 0; i < rows.size() && i < top; ++i) {
-        const report::FunctionChange& f = *rows[i];
-        std::string name = f.name + " (" + f.file + ":" + std::to_string(f.line) + ")";
-        if (!f.status.empty()) name += " [" + f.status + "]";
-        const double change = total ? f.total_change_s : f.change_s;
-        const report::ConfidenceInterval& ci = total ? f.total_interval_s : f.interval_s;
-        t.add_row({{signed_seconds(change), change_color(ci)},
-                   {pct_text(step_s > 0 ? change / step_s * 100 : 0), ""},
-                   {interval_text(ci), ""},
-                   {seconds_text(total ? f.base_total_s : f.base_self_s), ""},
-                   {seconds_text(total ? f.new_total_s : f.new_self_s), ""},
-                   {name, ""}});
-      }
-      out += t.render(color, width);
-      if (rows.size() > top) fmt::format_to(std::back_inserter(out), "  ({} more; --top N, or --json for all)\n", rows.size() - top);
-    }
+    out += text_table(function_table(diff, false, top), color, width);
+    out += "\nFunctions by total time per step (with what they called)\n";
+    out += text_table(function_table(diff, true, top), color, width);
   }
 
   out += "\nGPU kernels by time per step\n";
@@ -100,19 +73,7 @@ std::string diff_text(const report::ProfileDiff& diff, const std::vector<report:
     fmt::format_to(std::back_inserter(out), "  kernel time per step {} → {}; GPU idle {:.1f} % → {:.1f} %; median launch delay "
                    "{:.1f} → {:.1f} µs\n", seconds_text(g.base_kernel_s), seconds_text(g.new_kernel_s),
                    g.base_idle_share * 100, g.new_idle_share * 100, g.base_launch_delay_us, g.new_launch_delay_us);
-    TextTable t({"CHANGE", "OF KERNELS", "INTERVAL", "BASE", "NEW", "LAUNCHES/STEP", "KERNEL"});
-    size_t shown = 0;
-    for (const report::KernelChange& k : g.kernels) {
-      if (shown++ == top) break;
-      t.add_row({{signed_seconds(k.change_s), change_color(k.interval_s)},
-                 {pct_text(k.change_pct), ""},
-                 {interval_text(k.interval_s), ""},
-                 {seconds_text(k.base_s), ""},
-                 {seconds_text(k.new_s), ""},
-                 {fmt::format("{:.1f} → {:.1f}", k.base_count, k.new_count), ""},
-                 {k.status.empty() ? k.name : k.name + " [" + k.status + "]", ""}});
-    }
-    out += t.render(color, width);
+    out += text_table(kernel_table(g, top), color, width);
   }
 
   if (!diff.system.empty()) {
