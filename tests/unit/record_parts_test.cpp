@@ -1,15 +1,21 @@
 // Parts of record that can be checked without a target: the manifest round trip, the jittered
-// rate timer, and the default output name.
+// rate timer, the sampling loop's priority, and the default output name.
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sampler/rate_timer.hpp"
+#include "sampler/sampling_loop.hpp"
+#include "sprof/clock.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/launch.hpp"
 #include "test_support.hpp"
@@ -117,6 +123,33 @@ TEST_CASE("rate timer: exponential gaps with the requested mean, backlog dropped
   CHECK(timer.late_ticks() == late);
   CHECK_FALSE(timer.on_tick(timer.due_ns() + 500'000'000, true));
   CHECK(timer.late_ticks() == late + 1);
+}
+
+TEST_CASE("sampling loop: samples at the raised priority when permitted, housekeeping at the thread's own", "[record]") {
+  auto nice_now = [] {
+    errno = 0;
+    int value = getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)));
+    REQUIRE(errno == 0);
+    return value;
+  };
+  const int own = nice_now();
+  sprof::sampler::LoopOptions options;
+  options.rate_hz = 1000;
+  options.start_ns = sprof::monotonic_ns();
+  options.housekeeping_ns = 2'000'000;
+  options.sampling_nice = own - 5;
+  sprof::sampler::SamplingLoop loop(options);
+  std::vector<int> at_ticks, at_housekeeping;
+  loop.run([&](int64_t) { return at_ticks.push_back(nice_now()), true; },
+           [&](int64_t) { at_housekeeping.push_back(nice_now()); },
+           [&] { return at_ticks.size() >= 20 && at_housekeeping.size() >= 3; });
+  // Lowering the nice value is a privilege (root, CAP_SYS_NICE or RLIMIT_NICE): without it the
+  // loop samples at the thread's own.
+  const int expected = loop.raised_priority() ? own - 5 : own;
+  if (geteuid() == 0) CHECK(loop.raised_priority());
+  CHECK(std::count(at_ticks.begin(), at_ticks.end(), expected) == long(at_ticks.size()));
+  CHECK(std::count(at_housekeeping.begin(), at_housekeeping.end(), own) == long(at_housekeeping.size()));
+  CHECK(nice_now() == own);  // given back when the loop ends
 }
 
 TEST_CASE("default output name", "[record]") {

@@ -1,9 +1,14 @@
 #include "sampler/sampling_loop.hpp"
 #include "sprof/clock.hpp"
 
+#include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
@@ -11,6 +16,17 @@ namespace sprof::sampler {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;
+
+// Linux keeps a nice value per thread: PRIO_PROCESS with a thread id sets this thread's only.
+pid_t this_thread_id() { return pid_t(::syscall(SYS_gettid)); }
+
+int nice_of_this_thread() {
+  errno = 0;
+  int value = ::getpriority(PRIO_PROCESS, id_t(this_thread_id()));
+  return errno == 0 ? value : 0;
+}
+
+bool set_nice_of_this_thread(int value) { return ::setpriority(PRIO_PROCESS, id_t(this_thread_id()), value) == 0; }
 
 }  // namespace
 
@@ -20,6 +36,16 @@ SamplingLoop::SamplingLoop(const LoopOptions& options)
 void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::function<void(int64_t)>& housekeeping,
                        const std::function<bool()>& stop) {
   int64_t next_housekeeping = options_.start_ns;
+  const int own_nice = nice_of_this_thread();
+  raised_ = options_.sampling_nice < own_nice && set_nice_of_this_thread(options_.sampling_nice);
+  if (options_.sampling_nice < own_nice) {
+    if (raised_) {
+      spdlog::debug("sampling at nice {}", options_.sampling_nice);
+    } else {
+      spdlog::debug("sampling at nice {}: nice {} not permitted ({})", own_nice, options_.sampling_nice,
+                    std::strerror(errno));
+    }
+  }
   while (!stop()) {
     int64_t now = monotonic_ns();
     if (now >= timer_.due_ns()) {
@@ -39,7 +65,9 @@ void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::func
       now = monotonic_ns();
     }
     if (now >= next_housekeeping) {
+      if (raised_) set_nice_of_this_thread(own_nice);
       housekeeping(now);
+      if (raised_) set_nice_of_this_thread(options_.sampling_nice);
       int64_t took = monotonic_ns() - now;
       if (took > 20 * kMs) spdlog::debug("housekeeping took {:.1f} ms", double(took) / 1e6);
       next_housekeeping = now + options_.housekeeping_ns;
@@ -51,6 +79,7 @@ void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::func
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: a signal; loop on
     }
   }
+  if (raised_) set_nice_of_this_thread(own_nice);
 }
 
 }  // namespace sprof::sampler
