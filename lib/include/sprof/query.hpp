@@ -138,7 +138,7 @@ struct Aggregate {
 
 struct AggregateOptions {
   bool strict = false;   // an unreadable file is an error instead of a skipped record
-  unsigned threads = 0;  // file reading threads; 0 = one per core (at most 4)
+  unsigned threads = 0;  // threads that read and parse files; 0 = one per core (at most 4)
 };
 
 // Reads the selected files (in parallel) and adds them in selection order. Unreadable files

@@ -1,5 +1,6 @@
 #include <algorithm>
-#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "sprof/query.hpp"
@@ -8,25 +9,85 @@
 namespace sprof::query {
 namespace {
 
-// Files are read a chunk at a time by a few threads (so cold-cache reads overlap), then
-// decoded and added on this thread in selection order: the float sums must follow smdebug's
-// order, and StatsTable::add_bytes merges without building a table per file.
-constexpr size_t kChunk = 64;
+// Files are read and parsed by a few threads while this thread adds them to the table in
+// selection order: the float sums must follow smdebug's order, and parsing (most of the work)
+// then overlaps with adding. Workers stay less than kAhead files ahead of the adding, in a ring
+// of kAhead parsed files whose buffers are reused: memory holds a window of files, not the
+// selection, and nothing is allocated per file.
+constexpr size_t kAhead = 64;
 
-void read_chunk(const Selection& records, size_t first, size_t count,
-                std::vector<std::string>& bytes, std::vector<Status>& status, unsigned threads) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < count; i = next++) {
-      const auto& path = records[first + i]->path;
-      status[i] = store::files_for(path).read(path, bytes[i]);
+struct Slot {
+  store::ParsedPstats parsed;
+  Status status;
+  bool ready = false;
+};
+
+class ParsePipeline {
+ public:
+  ParsePipeline(const Selection& records, unsigned threads) : records_(records), ring_(kAhead) {
+    for (unsigned t = 0; t < threads; ++t) pool_.emplace_back([this] { work(); });
+  }
+  ~ParsePipeline() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& thread : pool) thread.join();
-}
+    room_.notify_all();
+    for (auto& thread : pool_) thread.join();
+  }
+
+  // The i-th file, parsed (or why not), waiting for it; i counts up from 0 by one. The slot of
+  // i - 1 goes back to the workers.
+  Slot& take(size_t i) {
+    std::unique_lock lock(mutex_);
+    if (i > 0) {
+      taken_ = i;
+      ring_[(i - 1) % kAhead].ready = false;
+      if (workers_waiting_ > 0) room_.notify_all();
+    }
+    Slot& slot = ring_[i % kAhead];
+    if (!slot.ready) {
+      taker_waiting_ = true;
+      done_.wait(lock, [&] { return slot.ready; });
+      taker_waiting_ = false;
+    }
+    return slot;
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock lock(mutex_);
+        ++workers_waiting_;
+        room_.wait(lock, [&] { return stopping_ || next_ >= records_.size() || next_ < taken_ + kAhead; });
+        --workers_waiting_;
+        if (stopping_ || next_ >= records_.size()) return;
+        i = next_++;
+      }
+      Slot& slot = ring_[i % kAhead];  // the taker is done with it, and no other worker has i
+      slot.status = store::read_pstats_into(records_[i]->path, slot.parsed);
+      bool wake;
+      {
+        std::lock_guard lock(mutex_);
+        slot.ready = true;
+        wake = taker_waiting_ && taken_ == i;
+      }
+      if (wake) done_.notify_one();
+    }
+  }
+
+  const Selection& records_;
+  std::vector<Slot> ring_;
+  std::vector<std::thread> pool_;
+  std::mutex mutex_;
+  std::condition_variable room_, done_;
+  size_t next_ = 0, taken_ = 0;
+  unsigned workers_waiting_ = 0;
+  bool taker_waiting_ = false;
+  bool stopping_ = false;
+};
 
 }  // namespace
 
@@ -61,28 +122,20 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
   unsigned threads = options.threads;
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   Aggregate out;
-  std::vector<std::string> bytes(kChunk);
-  std::vector<Status> status(kChunk);
-  for (size_t first = 0; first < records.size(); first += kChunk) {
-    size_t count = std::min(kChunk, records.size() - first);
-    read_chunk(records, first, count, bytes, status,
-               static_cast<unsigned>(std::min<size_t>(threads, (count + 7) / 8)));
-    for (size_t i = 0; i < count; ++i) {
-      const StatsRecord* record = records[first + i];
-      // add_bytes leaves the table unchanged when the file does not parse.
-      Status added = status[i].ok() ? out.table.add_bytes(bytes[i], record->path.string())
-                                    : status[i];
-      if (!added.ok()) {
-        if (options.strict) {
-          return make_error(ErrorKind::bad_input, "{} (an error with --strict)",
-                            added.error().message);
-        }
-        out.unreadable.push_back(store::Problem{record->path, added.error().message});
-        continue;
+  ParsePipeline pipeline(records, static_cast<unsigned>(std::min<size_t>(threads, (records.size() + 7) / 8)));
+  for (size_t i = 0; i < records.size(); ++i) {
+    const StatsRecord* record = records[i];
+    Slot& slot = pipeline.take(i);
+    if (!slot.status.ok()) {
+      if (options.strict) {
+        return make_error(ErrorKind::bad_input, "{} (an error with --strict)", slot.status.error().message);
       }
-      out.used.push_back(record);
-      out.wall_seconds += record_seconds(*record);
+      out.unreadable.push_back(store::Problem{record->path, slot.status.error().message});
+      continue;
     }
+    out.table.add(slot.parsed);
+    out.used.push_back(record);
+    out.wall_seconds += record_seconds(*record);
   }
   out.total_calls = out.table.total_calls();
   out.primitive_calls = out.table.primitive_calls();

@@ -78,6 +78,16 @@ Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path) {
   return parse_pstats_owned(std::move(bytes), path.string());
 }
 
+Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into) {
+  if (!into.data_) into.data_ = std::make_unique<ParsedPstats::Data>();
+  ParsedPstats::Data& data = *into.data_;
+  data.parsed.clear();
+  Status status = files_for(path).read(path, data.bytes);
+  if (status.ok()) status = parse_pstats_view(data.bytes, path.string(), data.parsed);
+  if (!status.ok()) data.parsed.clear();
+  return status;
+}
+
 void StatsTable::add(const ParsedPstats& parsed) {
   if (parsed.data_) StatsTableAccess::merge(*this, parsed.data_->parsed, /*fresh=*/false);
 }
