@@ -27,6 +27,7 @@ struct FileEntry {
   std::string problem;
 };
 
+// Every method may be called from several threads at once.
 class ProfileFiles {
  public:
   virtual ~ProfileFiles() = default;

@@ -3,7 +3,9 @@
 // unreadable entry.
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+#include <thread>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -57,8 +59,9 @@ class Walker {
 
   // Children of `dir` sorted by name, with their types resolved; entries that cannot be
   // resolved (broken links, link loops, permission) are reported and left out.
-  std::vector<FileEntry> children(const fs::path& dir) {
-    auto entries = files_.list(dir);
+  std::vector<FileEntry> children(const fs::path& dir) { return children(dir, files_.list(dir)); }
+
+  std::vector<FileEntry> children(const fs::path& dir, Result<std::vector<FileEntry>> entries) {
     if (!entries.ok()) {
       problem(dir, entries.error().message);
       return {};
@@ -122,12 +125,20 @@ class Walker {
   }
 
   void scan_node(const fs::path& dir, const std::string& framework, const std::string& node) {
-    for (const FileEntry& child : children(dir)) {
+    const std::vector<FileEntry> kids = children(dir);
+    std::vector<fs::path> stats_dirs;
+    for (const FileEntry& child : kids) {
+      if (child.kind == FileKind::directory) stats_dirs.push_back(child.path);
+    }
+    std::vector<Result<std::vector<FileEntry>>> listings = list_all(stats_dirs);
+    size_t at = 0;
+    for (const FileEntry& child : kids) {
       if (child.kind != FileKind::directory) {
         problem(child.path, fmt::format("expected a stats directory, found a file: {}",
                                         child.path.string()));
         continue;
       }
+      Result<std::vector<FileEntry>>& listing = listings[at++];
       auto parsed = parse_stats_dir_name(child.name);
       if (!parsed.ok()) {
         problem(child.path, fmt::format("{} is not a stats directory name: {}",
@@ -135,14 +146,35 @@ class Walker {
         continue;
       }
       std::string node_id = parsed->format == NameFormat::old ? parsed->node_id : node;
-      scan_stats_dir(child, framework, node_id, parsed.value());
+      scan_stats_dir(child, framework, node_id, parsed.value(), std::move(listing));
     }
+  }
+
+  // Each directory's listing, in order. A node holds a directory per step or interval, and
+  // listing thousands of them is most of a query's walk: a few threads list them at once.
+  std::vector<Result<std::vector<FileEntry>>> list_all(const std::vector<fs::path>& dirs) {
+    std::vector<Result<std::vector<FileEntry>>> out(dirs.size(), std::vector<FileEntry>());
+    const unsigned threads = dirs.size() < 64 ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < dirs.size(); i = next++) out[i] = files_.list(dirs[i]);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& thread : pool) thread.join();
+    return out;
   }
 
   void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
                       const StatsDirName& name) {
+    scan_stats_dir(dir, framework, node, name, files_.list(dir.path));
+  }
+
+  void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
+                      const StatsDirName& name, Result<std::vector<FileEntry>> listing) {
     size_t found = 0;
-    for (const FileEntry& file : children(dir.path)) {
+    for (const FileEntry& file : children(dir.path, std::move(listing))) {
       std::string profiler;
       if (file.name == kCprofileStatsFile) {
         profiler = kCprofileName;
