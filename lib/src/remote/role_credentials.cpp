@@ -2,7 +2,6 @@
 
 #include "remote/role_credentials.hpp"
 
-#include <curl/curl.h>
 #include <time.h>
 
 #include <cctype>
@@ -16,6 +15,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include "remote/curl_library.hpp"
 
 namespace sprof::remote {
 namespace {
@@ -42,24 +43,26 @@ struct Reply {
 // One small request to a link-local credentials endpoint: short timeouts, as the AWS CLI's
 // (an address that does not answer, off EC2, costs a second).
 Result<Reply> call(const char* method, const std::string& url, const std::vector<std::string>& headers) {
-  CURL* curl = curl_easy_init();
+  SPROF_TRY(const CurlLibrary* library, curl_library());
+  const CurlLibrary& api = *library;
+  CURL* curl = api.easy_init();
   if (curl == nullptr) return make_error(ErrorKind::io, "no curl handle");
   Reply reply;
   curl_slist* list = nullptr;
-  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
-  CURLcode rc = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
-  curl_slist_free_all(list);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK) return make_error(ErrorKind::io, "{} {}: {}", method, url, curl_easy_strerror(rc));
+  for (const auto& h : headers) list = api.slist_append(list, h.c_str());
+  api.easy_setopt(curl, CURLOPT_URL, url.c_str());
+  api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+  api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+  api.easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  api.easy_setopt(curl, CURLOPT_WRITEDATA, &reply.body);
+  CURLcode rc = api.easy_perform(curl);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
+  api.slist_free_all(list);
+  api.easy_cleanup(curl);
+  if (rc != CURLE_OK) return make_error(ErrorKind::io, "{} {}: {}", method, url, api.easy_strerror(rc));
   if (reply.status < 200 || reply.status > 299) {
     return make_error(ErrorKind::permission, "{} {}: HTTP {}", method, url, reply.status);
   }

@@ -1,7 +1,5 @@
 #include "remote/s3_http.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -10,19 +8,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "remote/curl_library.hpp"
+
 namespace sprof::remote {
 namespace {
 
 // SigV4's hash of an empty payload.
 constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-
-void global_init() {
-  static const bool done = [] {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    return true;
-  }();
-  (void)done;
-}
 
 size_t write_string(char* data, size_t size, size_t n, void* user) {
   static_cast<std::string*>(user)->append(data, size * n);
@@ -193,12 +185,17 @@ std::string xml_value(std::string_view xml, std::string_view tag, size_t from) {
 
 HttpClient::HttpClient(const S3Config& config, TransferStats& stats, std::mutex& stats_mutex)
     : config_(config), stats_(stats), stats_mutex_(stats_mutex) {
-  global_init();
-  curl_ = curl_easy_init();
+  auto library = curl_library();
+  if (!library.ok()) {
+    load_error_ = library.error().message;
+    return;
+  }
+  api_ = *library;
+  curl_ = api_->easy_init();
 }
 
 HttpClient::~HttpClient() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_ != nullptr) api_->easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 std::string HttpClient::url(const HttpRequest& r) const {
@@ -221,8 +218,10 @@ std::string HttpClient::url(const HttpRequest& r) const {
 }
 
 Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
+  if (!load_error_.empty()) return make_error(ErrorKind::runtime, "{}: {}", where(r), load_error_);
   auto* curl = static_cast<CURL*>(curl_);
   if (curl == nullptr) return make_error(ErrorKind::runtime, "{}: cannot start libcurl", where(r));
+  const CurlLibrary& api = *api_;
   const std::string target = url(r);
   const bool has_body = r.body_file != nullptr || !r.body.empty() || r.method == "PUT";
   std::mt19937_64 rng(std::random_device{}());
@@ -239,54 +238,54 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
       std::lock_guard lock(stats_mutex_);
       ++stats_.retries;
     }
-    curl_easy_reset(curl);
+    api.easy_reset(curl);
     HttpResponse response;
-    curl_easy_setopt(curl, CURLOPT_URL, target.c_str());
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    api.easy_setopt(curl, CURLOPT_URL, target.c_str());
+    api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     // A transfer that moves less than a byte a second for timeout_s fails (and is retried).
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, long(config_.options.timeout_s)));
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    api.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, long(config_.options.timeout_s)));
     std::string sigv4 = fmt::format("aws:amz:{}:s3", config_.region);
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    api.easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
     const Credentials credentials = config_.current_credentials();  // a role's are fetched again as they expire
-    curl_easy_setopt(curl, CURLOPT_USERNAME, credentials.access_key.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials.secret_key.c_str());
+    api.easy_setopt(curl, CURLOPT_USERNAME, credentials.access_key.c_str());
+    api.easy_setopt(curl, CURLOPT_PASSWORD, credentials.secret_key.c_str());
     curl_slist* headers = nullptr;
     std::string payload = fmt::format("x-amz-content-sha256: {}", has_body ? "UNSIGNED-PAYLOAD" : kEmptySha256);
-    headers = curl_slist_append(headers, payload.c_str());
+    headers = api.slist_append(headers, payload.c_str());
     std::string token;
     if (!credentials.session_token.empty()) {
       token = "x-amz-security-token: " + credentials.session_token;
-      headers = curl_slist_append(headers, token.c_str());
+      headers = api.slist_append(headers, token.c_str());
     }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    api.easy_setopt(curl, CURLOPT_HEADERFUNCTION, header_line);
+    api.easy_setopt(curl, CURLOPT_HEADERDATA, &response.headers);
     ReadState read_state;
     if (r.method == "HEAD") {
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+      api.easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else if (r.method == "PUT") {
       read_state.left = r.body_file != nullptr ? r.body_length : r.body.size();
       read_state.bytes = r.body;
       if (r.body_file != nullptr) {
         read_state.file = std::fopen(r.body_file->c_str(), "rb");
         if (read_state.file == nullptr) {
-          curl_slist_free_all(headers);
+          api.slist_free_all(headers);
           return make_error(ErrorKind::io, "cannot read {}: {}", r.body_file->string(), std::strerror(errno));
         }
         std::fseek(read_state.file, long(r.body_offset), SEEK_SET);
       }
-      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
-      curl_easy_setopt(curl, CURLOPT_READDATA, &read_state);
-      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(read_state.left));
+      api.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      api.easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+      api.easy_setopt(curl, CURLOPT_READDATA, &read_state);
+      api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, curl_off_t(read_state.left));
     } else if (r.method == "POST") {
-      curl_easy_setopt(curl, CURLOPT_POST, 1L);
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.body.size()));
+      api.easy_setopt(curl, CURLOPT_POST, 1L);
+      api.easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.data());
+      api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.body.size()));
     } else if (r.method != "GET") {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
     }
     if (r.sink != nullptr) {
       std::rewind(r.sink);
@@ -300,14 +299,15 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
       std::string* text;
       long status = 0;
       CURL* curl;
+      const CurlLibrary* api;
       std::optional<uint64_t> max_sink;
       uint64_t sunk = 0;
       bool too_long = false;      // stopped: an error
       bool error_cut = false;     // stopped reading an error's body: its status still counts
-    } choice{r.sink, &response.body, 0, curl, r.max_sink_bytes};
+    } choice{r.sink, &response.body, 0, curl, &api, r.max_sink_bytes};
     auto write = +[](char* data, size_t size, size_t n, void* user) -> size_t {
       auto* c = static_cast<SinkChoice*>(user);
-      if (c->status == 0) curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
+      if (c->status == 0) c->api->easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
       const size_t bytes = size * n;
       if (c->sink != nullptr && c->status >= 200 && c->status < 300) {
         c->sunk += bytes;
@@ -326,19 +326,19 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
       }
       return write_string(data, size, n, c->text);
     };
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &choice);
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, write);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &choice);
     spdlog::trace("{} {}", r.method, target);
-    CURLcode code = curl_easy_perform(curl);
-    curl_slist_free_all(headers);
+    CURLcode code = api.easy_perform(curl);
+    api.slist_free_all(headers);
     if (read_state.file != nullptr) std::fclose(read_state.file);
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     {
       std::lock_guard lock(stats_mutex_);
       ++stats_.requests;
       curl_off_t down = 0, up = 0;
-      curl_easy_getinfo(curl, CURLINFO_SIZE_DOWNLOAD_T, &down);
-      curl_easy_getinfo(curl, CURLINFO_SIZE_UPLOAD_T, &up);
+      api.easy_getinfo(curl, CURLINFO_SIZE_DOWNLOAD_T, &down);
+      api.easy_getinfo(curl, CURLINFO_SIZE_UPLOAD_T, &up);
       stats_.bytes_down += uint64_t(std::max<curl_off_t>(down, 0));
       stats_.bytes_up += uint64_t(std::max<curl_off_t>(up, 0));
     }
@@ -348,7 +348,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& r) {
                                                               : std::string("256 MiB"));
     }
     if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && choice.error_cut)) {
-      last_problem = curl_easy_strerror(code);
+      last_problem = api.easy_strerror(code);
       if (retryable(code)) continue;
       return make_error(ErrorKind::io, "{}: {}", where(r), last_problem);
     }

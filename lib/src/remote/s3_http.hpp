@@ -20,6 +20,8 @@
 
 namespace sprof::remote {
 
+struct CurlLibrary;
+
 std::string uri_encode(std::string_view text, bool keep_slash);
 std::string xml_unescape(std::string_view text);
 // The text of the first <tag>...</tag> in `xml` at or after `from` (unescaped), "" if none.
@@ -62,6 +64,8 @@ class HttpClient {
   const S3Config& config_;
   TransferStats& stats_;
   std::mutex& stats_mutex_;
+  const CurlLibrary* api_ = nullptr;
+  std::string load_error_;  // libcurl could not be loaded: every request fails with it
   void* curl_ = nullptr;
 };
 
