@@ -1,6 +1,13 @@
 #include "sprof/profile_files.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <system_error>
@@ -38,38 +45,47 @@ class LocalFiles final : public ProfileFiles {
     return read_file_bytes(path, out, max_bytes);
   }
 
+  // Listed with getdents64 directly: std::filesystem's iterator spends seven system calls on
+  // a directory (open, fstat, two fcntl, two getdents, close) where four do, and a profile has
+  // one directory per step or interval. An entry's type comes from d_type, with no stat; a link
+  // (or a file system that leaves d_type unknown) is resolved with stat.
   Result<std::vector<FileEntry>> list(const fs::path& dir) const override {
     std::vector<FileEntry> out;
-    std::error_code ec;
-    fs::directory_iterator it(dir, ec);
-    if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      FileEntry entry;
-      entry.path = it->path();
-      entry.name = it->path().filename().string();
-      std::error_code lec;
-      entry.symlink = it->is_symlink(lec);  // from readdir's d_type where the file system gives it
-      // The entry's type comes from readdir's d_type: no stat per entry, which for a profile of
-      // thousands of stats directories is thousands of system calls. A link (or a file system
-      // without d_type) is resolved with stat.
-      fs::file_type type = fs::file_type::none;
-      std::error_code sec;
-      if (!entry.symlink && !lec) {
-        type = it->is_directory(sec) ? fs::file_type::directory
-               : it->is_regular_file(sec) ? fs::file_type::regular
-                                          : it->status(sec).type();
-      } else {
-        type = fs::status(entry.path, sec).type();
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), std::strerror(errno));
+    alignas(8) char buffer[32768];
+    int error = 0;
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n < 0) {
+        error = errno;
+        break;
       }
-      if (sec || type == fs::file_type::not_found) {
-        entry.problem = sec ? sec.message() : "no such file or directory";
-      } else {
-        entry.kind = kind_of(type);
+      if (n == 0) break;
+      for (long at = 0; at < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buffer + at);
+        at += d->d_reclen;
+        const std::string_view name(d->d_name);
+        if (name == "." || name == "..") continue;
+        FileEntry entry;
+        entry.path = dir / name;
+        entry.name = std::string(name);
+        entry.symlink = d->d_type == DT_LNK;
+        fs::file_type type = d->d_type == DT_DIR ? fs::file_type::directory
+                             : d->d_type == DT_REG ? fs::file_type::regular
+                                                   : fs::file_type::none;
+        std::error_code sec;
+        if (type == fs::file_type::none) type = fs::status(entry.path, sec).type();
+        if (sec || type == fs::file_type::not_found) {
+          entry.problem = sec ? sec.message() : "no such file or directory";
+        } else {
+          entry.kind = kind_of(type);
+        }
+        out.push_back(std::move(entry));
       }
-      out.push_back(std::move(entry));
     }
-    if (ec) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), ec.message());
+    ::close(fd);
+    if (error != 0) return make_error(ErrorKind::io, "cannot list {}: {}", dir.string(), std::strerror(error));
     std::sort(out.begin(), out.end(), [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
     return out;
   }
