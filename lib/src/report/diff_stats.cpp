@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 
+#include "report/resampled_median.hpp"
 #include "rules/numeric.hpp"
 
 namespace sprof::report {
@@ -44,31 +45,19 @@ double student_t_quantile(double p, double df) {
   return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
 }
 
-namespace {
-
-double median_of(std::vector<double>& v) {
-  size_t n = v.size();
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double upper = *mid;
-  if (n % 2 == 1) return upper;
-  return (*std::max_element(v.begin(), mid) + upper) / 2;
-}
-
-}  // namespace
-
 ConfidenceInterval bootstrap_median_difference(std::span<const double> base, std::span<const double> next,
                                                double confidence, int resamples, uint64_t seed) {
   if (base.empty() || next.empty() || resamples <= 0) return {};
   std::mt19937_64 rng(seed);
+  std::vector<double> a(base.begin(), base.end()), b(next.begin(), next.end());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  ResampledMedian median_a(a), median_b(b);
   std::vector<double> differences;
   differences.reserve(static_cast<size_t>(resamples));
-  std::vector<double> a(base.size()), b(next.size());
-  std::uniform_int_distribution<size_t> pick_a(0, base.size() - 1), pick_b(0, next.size() - 1);
   for (int i = 0; i < resamples; ++i) {
-    for (double& x : a) x = base[pick_a(rng)];
-    for (double& x : b) x = next[pick_b(rng)];
-    differences.push_back(median_of(b) - median_of(a));
+    const double ma = median_a.draw(rng);
+    differences.push_back(median_b.draw(rng) - ma);
   }
   std::sort(differences.begin(), differences.end());
   double tail = (1 - confidence) / 2;
