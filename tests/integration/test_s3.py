@@ -544,6 +544,30 @@ class S3Test(TempDirTestCase):
                 medians.append(statistics.median(float(line) for line in f))
         self.assertGreater(medians[1], medians[0])
         self.assertAlmostEqual(skew["skew"], medians[1] / medians[0] - 1, delta=0.03)
+        # The job's functions are every node's: each function's time is the sum of its time in
+        # each node's own analysis, the phases' and slowest steps' tables come from the nodes too.
+        nodes_docs = [json.loads(self.sprof("analyze", "--json", url + "/nodes/algo-%d" % n, cache=cache).stdout)
+                      for n in (1, 2)]
+        # (Each node runs its own script, so each node's `work` is a function of its own.)
+        job = {(f["function"], f["file"]): f for f in doc["functions"]["top"]}
+        summed = {}
+        for d in nodes_docs:
+            for f in d["functions"]["top"]:
+                row = summed.setdefault((f["function"], f["file"]), {"self_s": 0, "total_s": 0, "self_samples": 0})
+                for key in row:
+                    row[key] += f[key]
+        works = [k for k in summed if k[0] == "work"]
+        self.assertEqual(len(works), 2, summed)
+        for k in works:
+            for key in ("self_s", "total_s", "self_samples"):
+                self.assertAlmostEqual(job[k][key], summed[k][key], places=6)
+        self.assertEqual(doc["functions"]["samples"], sum(d["functions"]["samples"] for d in nodes_docs))
+        self.assertEqual(doc["functions"]["processes"], 2)
+        loop = [p for p in doc["phases"]["phases"] if p["phase"] == "training_loop"][0]
+        self.assertEqual(loop["top_functions"][0]["function"], "work", loop)
+        slowest = doc["steps"]["slowest"][0]
+        self.assertGreater(slowest["sampled_s"], 0, slowest)
+        self.assertIn("work", [f["function"] for f in slowest["top_functions"]])
         text = self.sprof("analyze", url, cache=cache).stdout
         self.assertIn("straggler: rank 1 on algo-2", text)
         # The report says the same, drawn in a real browser.

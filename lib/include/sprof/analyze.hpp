@@ -72,6 +72,10 @@ struct JobSummary {
   std::vector<JobProcess> processes;
   std::vector<std::string> nodes;     // system and framework node ids
   std::vector<JobMachine> machines;   // the same, by machine
+  // A job of several nodes (nodes/<host>/, each with its sprof.json, no sprof.json of its own):
+  // how many node profiles, and the processes their manifests list.
+  size_t node_profiles = 0;
+  size_t node_processes = 0;
   double duration_s() const { return static_cast<double>(end_us - start_us) / 1e6; }
 };
 

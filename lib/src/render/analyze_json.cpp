@@ -59,6 +59,8 @@ Json job_json(const JobSummary& job) {
                          {"role", p.role.empty() ? Json(nullptr) : Json(p.role)}});
   }
   j["processes"] = std::move(processes);
+  j["node_profiles"] = job.node_profiles;
+  j["node_processes"] = job.node_processes;
   return j;
 }
 

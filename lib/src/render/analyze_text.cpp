@@ -111,7 +111,11 @@ void render_job(std::string& out, const report::AnalyzeReport& r, bool color, si
                    {fmt::format("{}: {}", m.host, fmt::join(parts, ", ")), ""}});
   }
   facts.add_row({{"processes", ""},
-                 {job.has_manifest ? std::to_string(job.processes.size()) : "unknown (no sprof.json)", ""}});
+                 {job.has_manifest        ? std::to_string(job.processes.size())
+                  : job.node_profiles > 0 ? fmt::format("{} in {} nodes' sprof.json (nodes/<host>/)", job.node_processes,
+                                                        job.node_profiles)
+                                          : "unknown (no sprof.json)",
+                  ""}});
   // sprof's own costs, each under its own name: shares of a core while sampling, CPU seconds after.
   std::vector<std::string> during, after;
   for (const auto& c : r.own_costs) {

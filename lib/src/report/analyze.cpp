@@ -234,6 +234,52 @@ std::vector<StepRecord> take_partial_steps(const store::ProfileSamples& samples,
   return partial;
 }
 
+// The steps by duration, longest first (ties in start order), at most n.
+std::vector<StepRecord> slowest_by_duration(const std::vector<StepRecord>& steps, size_t n) {
+  std::vector<StepRecord> out = steps;
+  std::stable_sort(out.begin(), out.end(), [](const StepRecord& a, const StepRecord& b) { return a.seconds() > b.seconds(); });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+// The function tables of one profile's samples: the whole run's, each phase's and each of the
+// slowest steps' (read as everything else: by default wall time, so waiting shows up too).
+void analyze_samples(const store::ProfileSamples* samples, const store::Manifest* manifest,
+                     const std::vector<StepRecord>& steps, const AnalyzeOptions& options, AnalyzeReport& report) {
+  uint64_t sample_count = 0;
+  if (samples != nullptr) {
+    for (const auto& p : samples->processes) sample_count += p.log.sample_count();
+  }
+  if (sample_count == 0) {
+    report.samples_note = samples != nullptr ? "the profile holds no samples" : "no raw samples (not recorded by sprof record)";
+  } else {
+    report.samples = summarize(*samples, time_view_filter(options.time_view, report.step_threads), options.top_functions);
+    report.has_samples = true;
+    if (report.samples.kept_samples == 0) {
+      report.samples_note = options.time_view.on_cpu ? "every sample was idle (leave out --on-cpu)"
+                                                     : "no sample of these threads (try --all-threads)";
+    }
+  }
+  std::vector<StepRecord> slowest = slowest_by_duration(steps, options.slowest_steps);
+  if (report.has_samples && manifest != nullptr) {
+    auto to_ns = [manifest](int64_t epoch_us) { return manifest->to_monotonic_ns(epoch_us); };
+    const SampleFilter filter = time_view_filter(options.time_view, report.step_threads);
+    for (auto& phase : report.phases) {
+      phase.top = window_functions(*samples, filter, to_ns(phase.start_us), to_ns(phase.end_us),
+                                   options.phase_functions).top;
+    }
+    for (StepRecord& s : slowest) {
+      SampleFilter step_filter = filter;
+      step_filter.pid = static_cast<int32_t>(s.pid);
+      WindowFunctions w = window_functions(*samples, step_filter, to_ns(s.start_us), to_ns(s.end_us),
+                                           options.step_functions);
+      s.top = std::move(w.top);
+      s.sampled_s = w.kept_s;
+    }
+  }
+  report.slowest_steps = std::move(slowest);
+}
+
 }  // namespace
 
 Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
@@ -294,51 +340,15 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
     report.phases_note = "no steps: initialization and finalization cannot be told apart from the training loop";
   }
 
-  // Functions, from the raw samples.
-  uint64_t sample_count = 0;
-  if (samples) {
-    for (const auto& p : samples->processes) sample_count += p.log.sample_count();
-  }
-  if (sample_count == 0) {
-    report.samples_note = samples ? "the profile holds no samples" : "no raw samples (not recorded by sprof record)";
+  // Functions, from the raw samples: the profile's own, or for a job of several nodes each node's.
+  const std::vector<fs::path> job_nodes = samples ? std::vector<fs::path>() : job_node_dirs(dir);
+  if (!job_nodes.empty()) {
+    std::vector<StepRecord> slowest = slowest_by_duration(steps, options.slowest_steps);
+    summarize_job_nodes(job_nodes, options, report, slowest);
+    report.slowest_steps = std::move(slowest);
+    if (!report.has_samples) report.samples_note = "no samples in the job's nodes (nodes/*/samples)";
   } else {
-    report.samples = summarize(*samples, time_view_filter(options.time_view, report.step_threads), options.top_functions);
-    report.has_samples = true;
-    if (report.samples.kept_samples == 0) {
-      report.samples_note = options.time_view.on_cpu ? "every sample was idle (leave out --on-cpu)"
-                                                     : "no sample of these threads (try --all-threads)";
-    }
-  }
-  if (report.has_samples && manifest != nullptr) {
-    auto to_ns = [manifest](int64_t epoch_us) {
-      return manifest->to_monotonic_ns(epoch_us);
-    };
-    const SampleFilter filter = time_view_filter(options.time_view, report.step_threads);
-    for (auto& phase : report.phases) {
-      phase.top = window_functions(*samples, filter, to_ns(phase.start_us), to_ns(phase.end_us),
-                                   options.phase_functions).top;
-    }
-    // The slowest steps, read as everything else (by default wall time: waiting shows up too).
-    std::vector<size_t> order(steps.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return steps[a].seconds() > steps[b].seconds(); });
-    for (size_t k = 0; k < order.size() && k < options.slowest_steps; ++k) {
-      StepRecord s = steps[order[k]];
-      SampleFilter step_filter = filter;
-      step_filter.pid = static_cast<int32_t>(s.pid);
-      WindowFunctions w = window_functions(*samples, step_filter, to_ns(s.start_us), to_ns(s.end_us),
-                                           options.step_functions);
-      s.top = std::move(w.top);
-      s.sampled_s = w.kept_s;
-      report.slowest_steps.push_back(std::move(s));
-    }
-  } else {
-    std::vector<StepRecord> by_duration = steps;
-    std::stable_sort(by_duration.begin(), by_duration.end(),
-                     [](const StepRecord& a, const StepRecord& b) { return a.seconds() > b.seconds(); });
-    if (by_duration.size() > options.slowest_steps) by_duration.resize(options.slowest_steps);
-    report.slowest_steps = std::move(by_duration);
+    analyze_samples(samples ? &*samples : nullptr, manifest, steps, options, report);
   }
 
   // System usage.

@@ -34,4 +34,14 @@ void summarize_system(const std::vector<store::SystemMetric>& metrics, std::vect
 // become a note.
 GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir, const AnalyzeOptions& options);
 
+// The node profiles of a job of several nodes (nodes/<host>/ with a sprof.json each, under a
+// directory without one of its own: a job's prefix), in name order; empty for anything else.
+std::vector<std::filesystem::path> job_node_dirs(const std::filesystem::path& dir);
+
+// For such a job: the functions of every node's samples (report.samples), of each phase
+// (report.phases' top) and of each step in `slowest` (from its own node's samples), reading one
+// node at a time. report.has_samples says whether any node had samples.
+void summarize_job_nodes(const std::vector<std::filesystem::path>& nodes, const AnalyzeOptions& options,
+                         AnalyzeReport& report, std::vector<StepRecord>& slowest);
+
 }  // namespace sprof::report

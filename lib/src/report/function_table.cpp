@@ -45,4 +45,16 @@ std::vector<FunctionTime> FunctionTable::top(size_t n) const {
   return out;
 }
 
+void FunctionTable::merge(const FunctionTable& other) {
+  for (const auto& [key, t] : other.functions_) {
+    FunctionTime& mine = functions_[key];
+    mine.self_s += t.self_s;
+    mine.waiting_s += t.waiting_s;
+    mine.total_s += t.total_s;
+    mine.self_samples += t.self_samples;
+  }
+  samples_ += other.samples_;
+  seconds_ += other.seconds_;
+}
+
 }  // namespace sprof::report

@@ -35,6 +35,9 @@ class FunctionTable {
   // The functions with any self time, by self time descending (then file, name, line), at most n.
   std::vector<FunctionTime> top(size_t n) const;
 
+  // Adds another table (of another profile: a job's nodes) function by function.
+  void merge(const FunctionTable& other);
+
   uint64_t samples() const { return samples_; }
   double seconds() const { return seconds_; }
 
@@ -46,5 +49,8 @@ class FunctionTable {
   uint64_t samples_ = 0;
   double seconds_ = 0;
 };
+
+// summarize() (sprof/sample_report.hpp) with the functions added into `table` instead of listed.
+SampleSummary summarize_into(const store::ProfileSamples& profile, const SampleFilter& filter, FunctionTable& table);
 
 }  // namespace sprof::report

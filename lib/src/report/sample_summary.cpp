@@ -10,8 +10,14 @@
 namespace sprof::report {
 
 SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter& filter, size_t top_n) {
-  SampleSummary s;
   FunctionTable table;
+  SampleSummary s = summarize_into(profile, filter, table);
+  s.top = table.top(top_n);
+  return s;
+}
+
+SampleSummary summarize_into(const store::ProfileSamples& profile, const SampleFilter& filter, FunctionTable& table) {
+  SampleSummary s;
   int64_t first = INT64_MAX, last = INT64_MIN;
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
@@ -36,7 +42,6 @@ SampleSummary summarize(const store::ProfileSamples& profile, const SampleFilter
   s.invalid_share = attempted == 0 ? 0.0 : double(s.invalid) / double(attempted);
   s.kept_samples = table.samples();
   s.kept_s = table.seconds();
-  s.top = table.top(top_n);
   return s;
 }
 

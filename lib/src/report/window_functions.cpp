@@ -4,9 +4,8 @@
 
 namespace sprof::report {
 
-WindowFunctions window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
-                                 int64_t to_ns, size_t top_n) {
-  FunctionTable table;
+void add_window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
+                          int64_t to_ns, FunctionTable& table) {
   for (const auto& p : profile.processes) {
     const store::SampleLog& log = p.log;
     if (filter.pid && log.pid() != *filter.pid) continue;
@@ -18,6 +17,12 @@ WindowFunctions window_functions(const store::ProfileSamples& profile, const Sam
     });
     table.add(log, by_stack);
   }
+}
+
+WindowFunctions window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
+                                 int64_t to_ns, size_t top_n) {
+  FunctionTable table;
+  add_window_functions(profile, filter, from_ns, to_ns, table);
   WindowFunctions out;
   out.top = table.top(top_n);
   out.kept_s = table.seconds();

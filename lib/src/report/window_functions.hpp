@@ -20,4 +20,9 @@ struct WindowFunctions {
 WindowFunctions window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
                                  int64_t to_ns, size_t top_n);
 
+class FunctionTable;
+// The same samples added into `table` (every function, to be added up across profiles).
+void add_window_functions(const store::ProfileSamples& profile, const SampleFilter& filter, int64_t from_ns,
+                          int64_t to_ns, FunctionTable& table);
+
 }  // namespace sprof::report
