@@ -568,6 +568,11 @@ class S3Test(TempDirTestCase):
         slowest = doc["steps"]["slowest"][0]
         self.assertGreater(slowest["sampled_s"], 0, slowest)
         self.assertIn("work", [f["function"] for f in slowest["top_functions"]])
+        # diff of the job against itself compares every node's functions, and finds no change.
+        same = json.loads(self.sprof("diff", url, url, "--json", cache=cache).stdout)
+        self.assertEqual(same["base"]["steps"], 60)
+        self.assertIn("work", [f["name"] for f in same["functions"]])
+        self.assertEqual([f["change_s"] for f in same["functions"]], [0] * len(same["functions"]))
         text = self.sprof("analyze", url, cache=cache).stdout
         self.assertIn("straggler: rank 1 on algo-2", text)
         # The report says the same, drawn in a real browser.

@@ -341,7 +341,9 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   }
 
   // Functions, from the raw samples: the profile's own, or for a job of several nodes each node's.
-  const std::vector<fs::path> job_nodes = samples ? std::vector<fs::path>() : job_node_dirs(dir);
+  // (Not for figures only: their callers, as diff, read the nodes' samples their own way.)
+  const bool wants_functions = options.top_functions > 0 || options.phase_functions > 0 || options.slowest_steps > 0;
+  const std::vector<fs::path> job_nodes = samples || !wants_functions ? std::vector<fs::path>() : job_node_dirs(dir);
   if (!job_nodes.empty()) {
     std::vector<StepRecord> slowest = slowest_by_duration(steps, options.slowest_steps);
     summarize_job_nodes(job_nodes, options, report, slowest);

@@ -13,12 +13,15 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "rules/numeric.hpp"
 #include "sprof/analyze.hpp"
 #include "sprof/gpu_report.hpp"
 #include "sprof/profile_samples.hpp"
+#include "report/analyze_parts.hpp"
 #include "report/step_spans.hpp"
+#include "sprof/trace_events.hpp"
 
 namespace fs = std::filesystem;
 
@@ -85,20 +88,31 @@ std::string range_text(const DiffSideInput& input) {
 // time split across the steps it overlaps (step_spans.hpp), so a function never has more time in
 // a step than the step lasted.
 // (smdebug's own directories have steps and no samples: the other sections still compare.)
+// The sums read_functions adds samples into, one profile (or one node of a job) at a time.
+struct FunctionSteps {
+  explicit FunctionSteps(size_t steps) : sampled(steps, 0) {}
+  std::vector<double> sampled;           // per step
+  std::vector<FunctionSums*> functions;  // by the side's function index
+  std::unordered_map<uint64_t, std::pair<double, double>> per_step;  // (function, step) -> self, total seconds
+};
+
+// Adds one profile's samples. `host`: a job's node, whose steps are those whose node id names it
+// (pids repeat across nodes); empty: every step.
 void read_functions(const store::ProfileSamples& samples, const std::vector<const StepRecord*>& steps,
-                    const TimeView& view, SideData& data) {
+                    const TimeView& view, const std::string& host, FunctionSteps& acc, SideData& data) {
   if (samples.processes.empty() || !samples.manifest) return;
   data.side.has_samples = true;
   const store::Manifest& manifest = *samples.manifest;
   std::map<int64_t, std::vector<StepSpan>> spans;  // by pid, by begin
   for (size_t i = 0; i < steps.size(); ++i) {
+    if (!host.empty() && store::split_node_id(steps[i]->node).host != host) continue;
     spans[steps[i]->pid].push_back(
         {manifest.to_monotonic_ns(steps[i]->start_us), manifest.to_monotonic_ns(steps[i]->end_us), int64_t(i)});
   }
   for (auto& [pid, w] : spans) std::sort(w.begin(), w.end(), [](const StepSpan& a, const StepSpan& b) { return a.begin_ns < b.begin_ns; });
-  std::vector<double> sampled(steps.size(), 0);
-  std::vector<FunctionSums*> functions;  // by the side's function index
-  std::unordered_map<uint64_t, std::pair<double, double>> per_step;  // (function, step) -> self, total seconds
+  std::vector<double>& sampled = acc.sampled;
+  std::vector<FunctionSums*>& functions = acc.functions;
+  auto& per_step = acc.per_step;
   const SampleFilter filter = time_view_filter(view, samples);
   std::vector<uint32_t> frames;
   for (const store::ProcessSamples& p : samples.processes) {
@@ -152,15 +166,20 @@ void read_functions(const store::ProfileSamples& samples, const std::vector<cons
       data.stacks.emplace_back(std::move(names), seconds);
     }
   }
-  for (const auto& [key, sums] : per_step) {
-    FunctionSums& f = *functions[key >> 32];
+}
+
+// The per-step moments of what read_functions added up.
+void finish_functions(const FunctionSteps& acc, size_t steps, SideData& data) {
+  if (!data.side.has_samples) return;
+  for (const auto& [key, sums] : acc.per_step) {
+    FunctionSums& f = *acc.functions[key >> 32];
     f.self.add(sums.first);
     f.total.add(sums.second);
   }
-  for (double s : sampled) data.sampled.add(s);
+  for (double s : acc.sampled) data.sampled.add(s);
   data.side.sampled_s_per_step = data.sampled.mean();
   for (auto& [key, sums] : data.functions) {  // the steps without the function count as zeros
-    sums.self.n = sums.total.n = double(steps.size());
+    sums.self.n = sums.total.n = double(steps);
   }
 }
 
@@ -280,11 +299,26 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
     return make_error(ErrorKind::bad_input, "{} {}: no {} steps{}{}", which, input.path.string(), to_string(options.mode),
                       range_text(input), report.steps_note.empty() ? "" : " (" + report.steps_note + ")");
   }
-  if (samples) read_functions(*samples, steps, options.time_view, data);
+  FunctionSteps functions(steps.size());
+  if (samples) {
+    read_functions(*samples, steps, options.time_view, "", functions, data);
+  } else {
+    // A job of several nodes: each node's samples in turn, for that node's steps.
+    for (const fs::path& node : job_node_dirs(input.path)) {
+      auto loaded = store::load_profile_samples(node);
+      if (!loaded.ok()) {
+        data.warnings.push_back(fmt::format("no functions from {}: {}", node.string(), loaded.error().message));
+        spdlog::warn("{}", data.warnings.back());
+        continue;
+      }
+      if (loaded->manifest) read_functions(*loaded, steps, options.time_view, loaded->manifest->host, functions, data);
+    }
+  }
+  finish_functions(functions, steps.size(), data);
   read_gpu(input.path, options.mode, input, false, data);
   data.system = report.system;
   data.rules = report.rules;
-  data.warnings = report.warnings;
+  data.warnings.insert(data.warnings.begin(), report.warnings.begin(), report.warnings.end());
   data.side.has_gpu = data.gpu.has_value();
   return data;
 }
