@@ -236,9 +236,11 @@ std::vector<StepRecord> take_partial_steps(const store::ProfileSamples& samples,
 
 // The steps by duration, longest first (ties in start order), at most n.
 std::vector<StepRecord> slowest_by_duration(const std::vector<StepRecord>& steps, size_t n) {
-  std::vector<StepRecord> out = steps;
-  std::stable_sort(out.begin(), out.end(), [](const StepRecord& a, const StepRecord& b) { return a.seconds() > b.seconds(); });
-  if (out.size() > n) out.resize(n);
+  std::vector<size_t> order(steps.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return steps[a].seconds() > steps[b].seconds(); });
+  std::vector<StepRecord> out;
+  for (size_t k = 0; k < order.size() && k < n; ++k) out.push_back(steps[order[k]]);
   return out;
 }
 
