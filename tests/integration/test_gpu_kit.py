@@ -109,6 +109,15 @@ class GpuBundle(TempDirTestCase):
         with open(os.path.join(profile, "sprof.json")) as f:
             gpu = json.load(f)["gpu"]
         self.assertTrue(gpu["library"].startswith(os.path.join(bundle, "lib")), gpu)
+        # S3 opens libcurl at its first request, from the bundle: with no server there, the error
+        # is the connection's, not a library that cannot be loaded.
+        s3 = subprocess.run(env + ["LD_DEBUG=libs", sprof, "--endpoint-url", "http://127.0.0.1:9", "--retries", "0",
+                                   "--cache-dir", os.path.join(self.tmp, "cache"), "nodes", "s3://bucket/job"],
+                            capture_output=True, text=True, timeout=120, cwd=self.tmp)
+        self.assertNotEqual(s3.returncode, 0)
+        self.assertNotIn("cannot load libcurl", s3.stderr)
+        loaded = [os.path.normpath(m) for m in re.findall(r"calling init: (\S*libcurl\.so\.4)", s3.stderr)]
+        self.assertEqual(loaded, [os.path.join(bundle, "lib", "libcurl.so.4")], s3.stderr[-3000:])
 
     def test_gpu_check_without_a_gpu_says_what_needs_one(self):
         bundle = self.moved_bundle()
