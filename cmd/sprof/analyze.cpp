@@ -93,6 +93,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   auto options = std::make_shared<AnalyzeCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "analyze", "One page about a job: summary, phases, step times, top functions, system usage, rule findings");
+  sub->alias("analyse");  // the British spelling runs it too
   add_profile_argument(sub, "DIR", options->profile_dir, "Profile directory (sprof's or smdebug's)");
   sub->add_option("-f,--format", options->format, "Output: table or json")
       ->check(CLI::IsMember({"table", "json"}))

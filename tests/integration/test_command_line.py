@@ -10,7 +10,7 @@ PROFILE = os.path.join(SOURCE_DIR, "tests", "golden", "profiles", "train")
 
 class Typos(TempDirTestCase):
     def test_misspelt_commands(self):
-        for word, near in (("analyse", "analyze"), ("recrod", "record"), ("fetch-by-stp", "fetch-by-step"),
+        for word, near in (("analyz", "analyze"), ("recrod", "record"), ("fetch-by-stp", "fetch-by-step"),
                            ("frobnicate", None)):
             with self.subTest(word=word):
                 proc = run_sprof("-q", word, PROFILE, check=EXIT_USAGE)
@@ -27,6 +27,12 @@ class Typos(TempDirTestCase):
         self.assertIn("sprof export: unknown option --on-cpus (did you mean --on-cpu?)", proc.stderr)
         proc = run_sprof("nodes", PROFILE, "--xyzzy", check=EXIT_USAGE)
         self.assertIn("sprof nodes: unknown option --xyzzy;", proc.stderr)
+
+    def test_british_spelling_runs_analyze(self):
+        british = run_sprof("analyse", PROFILE, "--json")
+        american = run_sprof("analyze", PROFILE, "--json")
+        self.assertEqual(british.stdout, american.stdout)
+        self.assertTrue(british.stdout.startswith("{"))
 
     def test_top_alone(self):
         proc = run_sprof("top", check=EXIT_USAGE)
@@ -50,6 +56,9 @@ class Typos(TempDirTestCase):
             (["fetch-by-step", PROFILE, "--start-step", "x"], 2, r"^sprof: error: --start-step: .+$"),
             (["report", PROFILE, "-o", os.path.join(self.tmp, "no", "r.html")], 1,
              r"^sprof: error: .*/no/r\.html: cannot write: .+$"),
+            (["record", "-o", os.path.join(self.tmp, "p")], 2,
+             r"^sprof: error: record: give a command to run \(sprof record python3 train\.py\) or --pid PID$"),
+            (["top"], 2, r"^sprof: error: top: give a command to run \(sprof top python3 train\.py\) or --pid PID$"),
             (["record", "-o", os.path.join(self.tmp, "p"), "--", os.path.join(self.tmp, "no-such-program")], 127,
              r"^sprof: error: .*/no-such-program: command not found$"),
         ]
@@ -60,7 +69,7 @@ class Typos(TempDirTestCase):
         with open(os.path.join(SOURCE_DIR, "man", "sprof.1")) as f:
             man = f.read()
         for documented in ("is not a sprof command", ": unknown option ", ": no such directory", ": cannot write: ",
-                           ": command not found"):
+                           ": command not found", ": give a command to run"):
             self.assertIn(documented, man.replace("\\-", "-").replace('"', ""))
 
 

@@ -29,7 +29,8 @@ def help_flags(*command):
 def commands():
     text = run_sprof("--help", check=0).stdout
     listed = text.split("Subcommands:", 1)[1]
-    return re.findall(r"^  ([a-z][a-z-]+) ", listed, re.M)
+    # "  analyze, analyse   ..." lists a command with its aliases: the name is the first.
+    return re.findall(r"^  ([a-z][a-z-]+)[ ,]", listed, re.M)
 
 
 def sections(man):

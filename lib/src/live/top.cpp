@@ -420,10 +420,10 @@ class Session final : public TopSession {
 
 Result<std::unique_ptr<TopSession>> TopSession::start(const TopOptions& options) {
   if (options.pid != 0 && !options.command.empty()) {
-    return make_error(ErrorKind::usage, "sprof top: give --pid PID or a command, not both");
+    return make_error(ErrorKind::usage, "top: give --pid PID or a command, not both");
   }
   if (options.pid == 0 && options.command.empty()) {
-    return make_error(ErrorKind::usage, "sprof top: give a command to run (sprof top python3 train.py) or --pid PID");
+    return make_error(ErrorKind::usage, "top: give a command to run (sprof top python3 train.py) or --pid PID");
   }
   if (!(options.rate_hz >= 1 && options.rate_hz <= 10000)) {
     return make_error(ErrorKind::usage, "--rate {}: give 1 to 10000 samples a second", options.rate_hz);

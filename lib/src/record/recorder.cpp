@@ -55,10 +55,10 @@ std::function<int64_t()> monotonic_epoch_us() {
 Status check_plan(const RecordPlan& plan) {
   const launch::RecordOptions& launch = plan.launch;
   if (launch.command.empty() && launch.attach_pid == 0) {
-    return make_error(ErrorKind::usage, "record needs a command after -- or --pid PID (see sprof record --help)");
+    return make_error(ErrorKind::usage, "record: give a command to run (sprof record python3 train.py) or --pid PID");
   }
   if (!launch.command.empty() && launch.attach_pid != 0) {
-    return make_error(ErrorKind::usage, "record takes either a command or --pid, not both");
+    return make_error(ErrorKind::usage, "record: give --pid PID or a command, not both");
   }
   if (plan.python.cprofile() && launch.attach_pid != 0) {
     return make_error(ErrorKind::usage,
