@@ -85,6 +85,17 @@ class HonestNumbers(unittest.TestCase):
         fed = sprof_json("by-phase", self.out, "--job-phase", "--phase", "training_loop", "--thread", "feeder")
         self.assertNotIn("matmul_hot", [f["function"] for f in fed["phases"][0]["functions"]])
 
+    def test_every_phase_within_its_wall_time(self):
+        # initialization included: its span opens at the process's start, and the first sample
+        # after attaching stands for no more than the time since the attach (it once stood for
+        # the time since the sampler's previous tick, 15 ms before this process was attached).
+        doc = sprof_json("by-phase", self.out, "--job-phase")
+        self.assertEqual([p["name"] for p in doc["phases"]], ["initialization", "training_loop", "finalization"])
+        for phase in doc["phases"]:
+            for t in phase["threads"]:
+                with self.subTest(phase=phase["name"], thread=t["name"]):
+                    self.assertLessEqual(t["seconds"], phase["wall_seconds"] + 1e-6)
+
     def test_steps_functions_within_the_step(self):
         for step in range(STEPS):
             with self.subTest(step=step):

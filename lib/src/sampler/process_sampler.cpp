@@ -1,5 +1,7 @@
 #include "sampler/process_sampler.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace sprof::sampler {
@@ -23,6 +25,7 @@ void ProcessSampler::attach(std::unique_ptr<pyframes::PythonProcess> process, co
   process_ = std::move(process);
   code_to_function_.clear();
   last_sample_ns_ = 0;
+  attach_ns_ = info.attach_ns;
   log_->add_process(info);
 }
 
@@ -48,7 +51,11 @@ Status ProcessSampler::sample(int64_t now_ns, int64_t fallback_weight_ns, const 
     log_->add_invalid(invalid);
   }
 
-  int64_t weight = last_sample_ns_ > 0 ? now_ns - last_sample_ns_ : fallback_weight_ns;
+  // The first sample after attaching stands for no time before the attach: nothing was seen
+  // then, and the queries' wall time starts there.
+  int64_t weight = last_sample_ns_ > 0 ? now_ns - last_sample_ns_
+                   : attach_ns_ > 0    ? std::min(fallback_weight_ns, std::max<int64_t>(now_ns - attach_ns_, 0))
+                                       : fallback_weight_ns;
   last_sample_ns_ = now_ns;
   log_->begin_tick(now_ns, weight);
   for (const pyframes::ThreadStack& thread : stacks_) {

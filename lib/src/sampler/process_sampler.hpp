@@ -24,9 +24,10 @@ class ProcessSampler {
   bool attached() const { return process_ != nullptr; }
   const pyframes::PythonProcess* process() const { return process_.get(); }
 
-  // One tick. `fallback_weight_ns` weighs the first sample after (re)attaching; later samples
-  // weigh the time since this process's previous sample. An error means the process went away
-  // or changed under us; torn stacks are not errors, they are counted as invalid.
+  // One tick. `fallback_weight_ns`, cut to the time since the attach, weighs the first sample
+  // after (re)attaching; later samples weigh the time since this process's previous sample. An
+  // error means the process went away or changed under us; torn stacks are not errors, they are
+  // counted as invalid.
   Status sample(int64_t now_ns, int64_t fallback_weight_ns, const pyframes::SampleOptions& options);
 
   // Between ticks: read the names of threads seen for the first time.
@@ -57,6 +58,7 @@ class ProcessSampler {
   std::vector<uint32_t> frame_ids_;
   pyframes::ReadStats stats_;
   int64_t last_sample_ns_ = 0;
+  int64_t attach_ns_ = 0;  // of the last attach (CLOCK_MONOTONIC)
   uint64_t samples_ = 0;
   uint64_t invalid_ = 0;
   size_t unnamed_ = 0;
