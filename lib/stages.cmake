@@ -41,11 +41,11 @@ sprof_stage(record DEPS bootstrap gpu intervals launch remote store sysmon timel
   HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)
-sprof_stage(rules DEPS store
+sprof_stage(rules DEPS bootstrap store
   HEADERS custom_rules iterations rules)
 sprof_stage(watch DEPS launch rules store timeline
   HEADERS rule_watch)
-sprof_stage(report DEPS query rules store timeline
+sprof_stage(report DEPS query remote rules store timeline
   HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff profile_tables report_views sample_report)
 sprof_stage(render DEPS live pyframes query report rules store
   HEADERS top_render analyze_render diff_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render

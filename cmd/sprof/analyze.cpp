@@ -29,7 +29,7 @@ struct AnalyzeCommandOptions {
   size_t top = 10;
   size_t slowest = 3;
   std::string html;  // --html FILE / report -o FILE
-  CustomRuleFlags custom;
+  rules::CustomRuleSources custom;
 };
 
 Status write_html(const report::AnalyzeReport& report, const std::string& path) {
@@ -45,7 +45,7 @@ Status write_html(const report::AnalyzeReport& report, const std::string& path) 
 }
 
 // `custom` (the loaded --rule-file/--rule-program rules) must outlive the analysis.
-report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, const CustomRuleSet& custom) {
+report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, const rules::CustomRuleSet& custom) {
   report::AnalyzeOptions analyze_options;
   analyze_options.rules.params = options.params;
   if (!custom.rules().empty()) analyze_options.rules.custom = &custom.rules();
@@ -58,7 +58,7 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, 
 
 Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
-  SPROF_TRY(auto custom, CustomRuleSet::load(options.custom));
+  SPROF_TRY(auto custom, rules::CustomRuleSet::load(options.custom));
   SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options_of(options, *custom)));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
   if (!options.html.empty()) SPROF_TRY_STATUS(write_html(report, options.html));
@@ -115,7 +115,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   report_sub->add_option("-o,--output", report_options->html, "The HTML file to write")->capture_default_str();
   add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
-    SPROF_TRY(auto custom, CustomRuleSet::load(report_options->custom));
+    SPROF_TRY(auto custom, rules::CustomRuleSet::load(report_options->custom));
     SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options, *custom)));
     SPROF_TRY_STATUS(write_html(report, report_options->html));
     return 0;

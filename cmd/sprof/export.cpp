@@ -17,7 +17,6 @@
 #include "sprof/s3.hpp"
 #include "sprof/sample_report.hpp"
 #include "sprof/step_timeline.hpp"
-#include "sprof/temp_dir.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -85,24 +84,9 @@ Result<int> export_tables(const ExportFlags& f) {
   }
   report::TablesOptions options;
   options.job = f.job;
-  const bool s3 = remote::is_s3_url(f.output);
-  TempDir staging;
-  if (s3) {
-    SPROF_TRY(TempDir made, TempDir::create("sprof-tables-"));
-    staging = std::move(made);
-  }
-  SPROF_TRY(report::TablesWritten written, report::write_profile_tables(f.dir, s3 ? staging.path() : std::filesystem::path(f.output), options));
+  SPROF_TRY(report::TablesWritten written, report::write_profile_tables_at(f.dir, f.output, options, s3_options()));
   uint64_t rows = 0;
   for (const report::TableFile& file : written.files) rows += file.rows;
-  if (s3) {
-    // A job already under the prefix is refused, as in a directory: its objects are never replaced.
-    SPROF_TRY(remote::UploadSummary summary, remote::upload_tree(staging.path(), f.output, s3_options(),
-                                                                  "table=jobs/job=" + written.job));
-    if (!summary.failed.empty()) {
-      for (const std::string& failed : summary.failed) fmt::print(stderr, "sprof: not uploaded: {}\n", failed);
-      return make_error(ErrorKind::io, "{}: {} of {} table files not uploaded", f.output, summary.failed.size(), summary.files);
-    }
-  }
   if (!global_options().quiet) {
     fmt::print(stderr, "sprof: wrote job {} to {}: {} files, {} rows\n", written.job, f.output, written.files.size(), rows);
   }

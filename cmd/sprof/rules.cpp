@@ -26,11 +26,11 @@ struct RulesCommandOptions {
   std::string output_dir;
   std::string fail_on;
   bool list = false;
-  CustomRuleFlags custom;
+  rules::CustomRuleSources custom;
 };
 
 Result<int> run_rules_command(const RulesCommandOptions& options) {
-  SPROF_TRY(auto custom, CustomRuleSet::load(options.custom));
+  SPROF_TRY(auto custom, rules::CustomRuleSet::load(options.custom));
   if (options.list) {
     fmt::print("{}", render::rules_catalog(custom->rules().catalog()));
     return kExitSuccess;

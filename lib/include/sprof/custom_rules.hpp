@@ -22,6 +22,7 @@
 
 #include "sprof/result.hpp"
 #include "sprof/rules.hpp"
+#include "sprof/temp_dir.hpp"
 
 namespace sprof::rules {
 
@@ -90,6 +91,27 @@ Status add_rule_file(const std::filesystem::path& file, CustomRules& rules);
 // `--rule-program [NAME=]COMMAND`: COMMAND is split on spaces; NAME defaults to the program's
 // file name without its extension.
 Status add_rule_program(std::string_view flag, CustomRules& rules);
+
+// Where a command's custom rules come from: --rule-file, --rule-program, --rule-timeout.
+struct CustomRuleSources {
+  std::vector<std::string> files;
+  std::vector<std::string> programs;
+  double timeout_s = 30;
+};
+
+// The rules `sources` name, checked, with sprof's Python package (sprof/rules.py) written to a
+// private directory on the programs' PYTHONPATH; the directory goes with the object.
+class CustomRuleSet {
+ public:
+  static Result<std::unique_ptr<CustomRuleSet>> load(const CustomRuleSources& sources);
+  ~CustomRuleSet();
+  const CustomRules& rules() const { return rules_; }
+
+ private:
+  CustomRuleSet() = default;
+  CustomRules rules_;
+  TempDir package_dir_;  // sprof's Python package for rule programs
+};
 
 // Evaluates the selected custom rules, again and again as a recording grows. Threshold rules are
 // recomputed over the whole input each time; each program keeps running between evaluations and

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sprof/markup.hpp"
+#include "sprof/profile_samples.hpp"
 
 namespace sprof::render {
 namespace {
@@ -35,6 +36,15 @@ std::string record_summary_text(const store::Manifest& manifest, const report::S
     }
   }
   return out;
+}
+
+Result<std::string> record_summary(const std::filesystem::path& dir, const store::Manifest& manifest,
+                                   const report::TimeView& view, bool gil_only) {
+  SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(dir));
+  query::SampleFilter filter = report::time_view_filter(view, profile);
+  filter.gil_only = gil_only;
+  report::SampleSummary summary = report::summarize(profile, filter, 10);
+  return record_summary_text(manifest, summary, view.describe() + (gil_only ? ", GIL holders" : ""));
 }
 
 }  // namespace sprof::render
