@@ -125,7 +125,8 @@ TEST_CASE("rate timer: exponential gaps with the requested mean, backlog dropped
   CHECK(timer.late_ticks() == late + 1);
 }
 
-TEST_CASE("sampling loop: samples at the raised priority when permitted, housekeeping at the thread's own", "[record]") {
+TEST_CASE("sampling loop: samples and keeps house at the raised priority when permitted, hooks at the thread's own",
+          "[record]") {
   auto nice_now = [] {
     errno = 0;
     int value = getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)));
@@ -139,16 +140,23 @@ TEST_CASE("sampling loop: samples at the raised priority when permitted, houseke
   options.housekeeping_ns = 2'000'000;
   options.sampling_nice = own - 5;
   sprof::sampler::SamplingLoop loop(options);
-  std::vector<int> at_ticks, at_housekeeping;
+  std::vector<int> at_ticks, at_housekeeping, in_hooks, after_hooks;
   loop.run([&](int64_t) { return at_ticks.push_back(nice_now()), true; },
-           [&](int64_t) { at_housekeeping.push_back(nice_now()); },
+           [&](int64_t) {
+             at_housekeeping.push_back(nice_now());
+             loop.at_own_priority([&] { in_hooks.push_back(nice_now()); });
+             after_hooks.push_back(nice_now());
+           },
            [&] { return at_ticks.size() >= 20 && at_housekeeping.size() >= 3; });
   // Lowering the nice value is a privilege (root, CAP_SYS_NICE or RLIMIT_NICE): without it the
   // loop samples at the thread's own.
   const int expected = loop.raised_priority() ? own - 5 : own;
   if (geteuid() == 0) CHECK(loop.raised_priority());
-  CHECK(std::count(at_ticks.begin(), at_ticks.end(), expected) == long(at_ticks.size()));
-  CHECK(std::count(at_housekeeping.begin(), at_housekeeping.end(), own) == long(at_housekeeping.size()));
+  auto all = [](const std::vector<int>& v, int value) { return std::count(v.begin(), v.end(), value) == long(v.size()); };
+  CHECK(all(at_ticks, expected));
+  CHECK(all(at_housekeeping, expected));
+  CHECK(all(in_hooks, own));  // what hooks start (rule programs, uploads) does not inherit it
+  CHECK(all(after_hooks, expected));
   CHECK(nice_now() == own);  // given back when the loop ends
 }
 

@@ -331,7 +331,9 @@ void RecordSession::try_attach(Tracked& t, int64_t now_ns, std::unique_ptr<pyfra
   t.sampling = true;
   t.ever_attached = true;
   spdlog::debug("sampling pid {} (Python {}, {})", t.pid, t.info.python_version, t.info.executable);
-  for (auto* h : hooks_) h->on_process(t.info);
+  call_hooks([&] {
+    for (auto* h : hooks_) h->on_process(t.info);
+  });
 }
 
 void RecordSession::reap_child() {
@@ -451,12 +453,26 @@ void RecordSession::housekeeping(int64_t now_ns) {
   if (now_ns >= next_progress_ns_) {
     next_progress_ns_ = now_ns + kProgressNs;
     RecordProgress p = progress(now_ns);
-    for (auto* h : hooks_) h->on_progress(p);
+    call_hooks([&] {
+      for (auto* h : hooks_) h->on_progress(p);
+    });
   }
-  for (size_t i = 0; i < hooks_.size(); ++i) {
-    int64_t before = thread_cpu_ns();
-    hooks_[i]->on_housekeeping(now_ns);
-    hook_costs_[i].while_sampling_cpu_ns += thread_cpu_ns() - before;
+  // Hooks may start threads and processes (rule programs, actions, uploads): not at the
+  // sampler's raised priority.
+  call_hooks([&] {
+    for (size_t i = 0; i < hooks_.size(); ++i) {
+      int64_t before = thread_cpu_ns();
+      hooks_[i]->on_housekeeping(now_ns);
+      hook_costs_[i].while_sampling_cpu_ns += thread_cpu_ns() - before;
+    }
+  });
+}
+
+void RecordSession::call_hooks(const std::function<void()>& fn) {
+  if (loop_) {
+    loop_->at_own_priority(fn);
+  } else {
+    fn();
   }
 }
 

@@ -56,6 +56,8 @@ class RecordSession {
   void loop();
   bool tick(int64_t now_ns);  // whether any process was sampled
   void housekeeping(int64_t now_ns);
+  // Calls hooks: at the thread's own priority once the sampling loop runs (SamplingLoop).
+  void call_hooks(const std::function<void()>& fn);
   void reap_child();
   void discover(int64_t now_ns);
   void check_exec(int64_t now_ns);

@@ -37,6 +37,7 @@ void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::func
                        const std::function<bool()>& stop) {
   int64_t next_housekeeping = options_.start_ns;
   const int own_nice = nice_of_this_thread();
+  own_nice_ = own_nice;
   raised_ = options_.sampling_nice < own_nice && set_nice_of_this_thread(options_.sampling_nice);
   if (options_.sampling_nice < own_nice) {
     if (raised_) {
@@ -65,9 +66,7 @@ void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::func
       now = monotonic_ns();
     }
     if (now >= next_housekeeping) {
-      if (raised_) set_nice_of_this_thread(own_nice);
       housekeeping(now);
-      if (raised_) set_nice_of_this_thread(options_.sampling_nice);
       int64_t took = monotonic_ns() - now;
       if (took > 20 * kMs) spdlog::debug("housekeeping took {:.1f} ms", double(took) / 1e6);
       next_housekeeping = now + options_.housekeeping_ns;
@@ -80,6 +79,12 @@ void SamplingLoop::run(const std::function<bool(int64_t)>& tick, const std::func
     }
   }
   if (raised_) set_nice_of_this_thread(own_nice);
+}
+
+void SamplingLoop::at_own_priority(const std::function<void()>& fn) {
+  if (raised_) set_nice_of_this_thread(own_nice_);
+  fn();
+  if (raised_) set_nice_of_this_thread(options_.sampling_nice);
 }
 
 }  // namespace sprof::sampler
