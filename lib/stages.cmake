@@ -8,14 +8,16 @@
 #   - a stage may name only stages declared before it, so no stage depends on one after it;
 #   - every public header must belong to a stage (configure fails otherwise).
 #
-# Dependencies are transitive: a stage sees what its dependencies see.
+# Dependencies are transitive: a stage sees what its dependencies see. A stage's sources are the
+# .cpp files of lib/src/<stage>/ and of the FOLDERS it names (lib/src/<stage>/<folder>/); private
+# headers there are included as <stage>/<folder>/<name>.hpp.
 # tests/integration/test_layering.py checks the trees: every stage compiles its allowed headers and none other.
 
 sprof_stage(common
   HEADERS clock demangle markup modes result temp_dir version)
 sprof_stage(pyframes DEPS common
   HEADERS pyframes)
-sprof_stage(store DEPS common
+sprof_stage(store DEPS common FOLDERS codecs files gpu manifest markers pstats samples system traces
   HEADERS layout manifest manifest_sections markers profile profile_files profile_samples pstats sample_log stats_dir
           system_metrics trace_events trace_writer gpu_trace gzip file_bytes)
 sprof_stage(timeline DEPS store

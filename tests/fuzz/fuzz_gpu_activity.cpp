@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "sprof/gpu_trace.hpp"
-#include "store/crc32.hpp"
-#include "store/gpu_activity_format.hpp"
+#include "store/codecs/crc32.hpp"
+#include "store/gpu/gpu_activity_format.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "sprof/sample_log.hpp"
-#include "store/crc32.hpp"
-#include "store/sample_log_format.hpp"
+#include "store/codecs/crc32.hpp"
+#include "store/samples/sample_log_format.hpp"
 
 namespace {
 

@@ -28,7 +28,7 @@ FAKE_ANCIENT = os.path.join(GPU_TESTS, "libsprof_fake_cupti_ancient.so")
 FAKE_DRIVER = os.path.join(GPU_TESTS, "fake_driver")
 HAS_DRIVER = os.path.exists("/proc/driver/nvidia/version")
 
-# ---- the GPU activity file (store/gpu_activity_format.hpp), decoded independently of sprof's reader
+# ---- the GPU activity file (store/gpu/gpu_activity_format.hpp), decoded independently of sprof's reader
 
 T = "time"  # svarint start delta from the chunk's previous timed record, varint duration
 LAYOUT = {

@@ -12,6 +12,9 @@ STAGES_DIR = os.path.join(BINARY_DIR, "lib", "stages")
 CXX = os.environ.get("SPROF_CXX", "c++")
 
 
+FOLDERS = {}  # stage -> the folders of its sources (lib/src/<stage>/<folder>/)
+
+
 def read_stages():
     """stage -> (direct deps, visible stages, public headers), in declaration order."""
     stages = {}
@@ -19,16 +22,20 @@ def read_stages():
         for line in f:
             if not line.strip():
                 continue
-            name, deps, visible, headers = line.rstrip("\n").split("|")
+            name, deps, visible, headers, folders = line.rstrip("\n").split("|")
             stages[name] = (deps.split(), visible.split(), headers.split())
+            FOLDERS[name] = folders.split()
     return stages
 
 
 def private_headers(stage):
-    folder = os.path.join(SOURCE_DIR, "lib", "src", stage)
-    if not os.path.isdir(folder):
-        return []
-    return sorted(f for f in os.listdir(folder) if f.endswith(".hpp"))
+    """The stage's private headers, as included below lib/src/<stage>/: its own and its folders'."""
+    found = []
+    for folder in [""] + FOLDERS.get(stage, []):
+        path = os.path.join(SOURCE_DIR, "lib", "src", stage, folder)
+        if os.path.isdir(path):
+            found += [os.path.join(folder, f) if folder else f for f in os.listdir(path) if f.endswith(".hpp")]
+    return sorted(found)
 
 
 def preprocess(stage, include):

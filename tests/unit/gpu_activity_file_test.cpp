@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "sprof/gpu_trace.hpp"
-#include "store/crc32.hpp"
-#include "store/gpu_activity_format.hpp"
+#include "store/codecs/crc32.hpp"
+#include "store/gpu/gpu_activity_format.hpp"
 #include "test_support.hpp"
 
 using namespace sprof;

@@ -26,7 +26,7 @@ if(SPROF_CUPTI_INCLUDE_DIR)
                                  ${injection}/record_converter.cpp
                                  ${injection}/activity_file_writer.cpp
                                  # the GPU activity file's chunk checksum (store's header-only format uses it)
-                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/store/crc32.cpp
+                                 ${CMAKE_CURRENT_SOURCE_DIR}/src/store/codecs/crc32.cpp
                                  # kernel names, demangled as everywhere else
                                  ${CMAKE_CURRENT_SOURCE_DIR}/src/common/demangle.cpp)
   # The gpu stage's include tree (its own headers and store's private ones) and CUPTI's; nothing

@@ -1,7 +1,7 @@
 #include "launch/proc.hpp"
 
 #include "sprof/profile.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <dirent.h>
 #include <unistd.h>

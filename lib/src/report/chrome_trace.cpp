@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "sprof/modes.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace sprof::report {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "rules/numeric.hpp"
 #include "rules/rule.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace sprof::rules {
 

@@ -14,7 +14,7 @@
 
 #include "rules/custom_rule_model.hpp"
 #include "sprof/custom_rules.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace fs = std::filesystem;
 

@@ -12,7 +12,7 @@
 #include "rules/rule_program.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/markup.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace sprof::rules {
 namespace {

@@ -12,7 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/stats_dir.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 #include "window/python_literal.hpp"
 
 namespace sprof::window {

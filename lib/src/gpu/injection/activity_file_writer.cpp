@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "store/gpu_activity_format.hpp"
+#include "store/gpu/gpu_activity_format.hpp"
 
 namespace sprof::gpu::injection {
 

@@ -5,7 +5,7 @@
 
 #include "sprof/clock.hpp"
 #include "sprof/demangle.hpp"
-#include "store/crc32.hpp"
+#include "store/codecs/crc32.hpp"
 
 namespace sprof::gpu::injection {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "gpu/injection/activity_buffers.hpp"
 #include "gpu/injection/cupti_library.hpp"
-#include "store/gpu_activity_format.hpp"
+#include "store/gpu/gpu_activity_format.hpp"
 
 namespace sprof::gpu::injection {
 

@@ -1,4 +1,4 @@
-#include "store/crc32.hpp"
+#include "store/codecs/crc32.hpp"
 
 #include <array>
 

@@ -6,8 +6,8 @@
 
 #include "sprof/profile_files.hpp"
 #include "sprof/pstats.hpp"
-#include "store/marshal_reader.hpp"
-#include "store/pstats_view.hpp"
+#include "store/pstats/marshal_reader.hpp"
+#include "store/pstats/pstats_view.hpp"
 
 namespace sprof::store {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "store/byte_coding.hpp"
+#include "store/codecs/byte_coding.hpp"
 
 namespace sprof::store::samplelog {
 

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "store/key_hash.hpp"
-#include "store/marshal_format.hpp"
-#include "store/marshal_reader.hpp"
-#include "store/pstats_view.hpp"
+#include "store/codecs/key_hash.hpp"
+#include "store/pstats/marshal_format.hpp"
+#include "store/pstats/marshal_reader.hpp"
+#include "store/pstats/pstats_view.hpp"
 
 namespace sprof::store {
 namespace {

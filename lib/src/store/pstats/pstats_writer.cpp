@@ -6,9 +6,9 @@
 
 #include "sprof/pstats.hpp"
 #include "sprof/file_bytes.hpp"
-#include "store/marshal_format.hpp"
-#include "store/marshal_writer.hpp"
-#include "store/pstats_view.hpp"
+#include "store/pstats/marshal_format.hpp"
+#include "store/pstats/marshal_writer.hpp"
+#include "store/pstats/pstats_view.hpp"
 
 namespace sprof::store {
 

@@ -1,4 +1,4 @@
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <cmath>
 #include <ctime>

@@ -1,8 +1,8 @@
-#include "store/marshal_writer.hpp"
+#include "store/pstats/marshal_writer.hpp"
 
 #include <cstring>
 
-#include "store/marshal_format.hpp"
+#include "store/pstats/marshal_format.hpp"
 
 namespace sprof::store::marshal {
 

@@ -1,4 +1,4 @@
-#include "store/marshal_reader.hpp"
+#include "store/pstats/marshal_reader.hpp"
 
 #include <locale.h>
 

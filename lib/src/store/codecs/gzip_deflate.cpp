@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "sprof/gzip.hpp"
-#include "store/crc32.hpp"
-#include "store/deflate_tables.hpp"
+#include "store/codecs/crc32.hpp"
+#include "store/codecs/deflate_tables.hpp"
 
 namespace sprof::store {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace fs = std::filesystem;
 

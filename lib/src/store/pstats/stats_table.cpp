@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "sprof/pstats.hpp"
-#include "store/key_hash.hpp"
-#include "store/pstats_view.hpp"
+#include "store/codecs/key_hash.hpp"
+#include "store/pstats/pstats_view.hpp"
 
 namespace sprof::store {
 

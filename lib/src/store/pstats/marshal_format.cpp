@@ -1,4 +1,4 @@
-#include "store/marshal_format.hpp"
+#include "store/pstats/marshal_format.hpp"
 
 #include <cstring>
 

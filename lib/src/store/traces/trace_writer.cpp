@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace fs = std::filesystem;
 

@@ -2,7 +2,7 @@
 #include "sprof/profile_files.hpp"
 
 #include "sprof/file_bytes.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,8 +10,8 @@
 
 #include "sprof/sample_log.hpp"
 #include "sprof/profile_files.hpp"
-#include "store/crc32.hpp"
-#include "store/sample_log_format.hpp"
+#include "store/codecs/crc32.hpp"
+#include "store/samples/sample_log_format.hpp"
 
 namespace sprof::store {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "store/byte_coding.hpp"
+#include "store/codecs/byte_coding.hpp"
 
 namespace sprof::store::gpufile {
 

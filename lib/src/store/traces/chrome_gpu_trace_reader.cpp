@@ -27,7 +27,7 @@
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
 #include "sprof/profile_files.hpp"
-#include "store/json_text.hpp"
+#include "common/json_text.hpp"
 
 namespace sprof::store {
 namespace fs = std::filesystem;
