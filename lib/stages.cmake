@@ -39,7 +39,7 @@ sprof_stage(live DEPS bootstrap launch pyframes store sysmon
   HEADERS top)
 sprof_stage(intervals DEPS launch store timeline
   HEADERS interval_stats interval_stats_hook)
-sprof_stage(record DEPS bootstrap gpu intervals launch remote store sysmon timeline window
+sprof_stage(record DEPS bootstrap gpu intervals launch pyframes remote sampler store sysmon timeline window
   HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
   HEADERS query sample_filter sampled_profile stats_source)

@@ -91,11 +91,6 @@ struct RecordResult {
   std::vector<std::string> write_errors;
 };
 
-// Runs a whole recording. Errors are returned for failures before anything was launched
-// (bad options, an existing output directory, an attach that failed); once the command runs,
-// problems are logged and recorded in the manifest, and the command's status is passed through.
-Result<RecordResult> record(const RecordOptions& options, const std::vector<RecordHooks*>& hooks);
-
 // The default output directory name: sprof-<pid>-<YYYYMMDDTHHMMSSZ>.
 // A process's argv from /proc/PID/cmdline; empty when unreadable.
 std::vector<std::string> cmdline_of(pid_t pid);

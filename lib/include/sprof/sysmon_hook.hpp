@@ -1,7 +1,7 @@
 #pragma once
 // The system monitor as a record hook: started when the target runs (measuring its process tree),
 // stopped when sampling ends. `sprof record --system-interval-ms MS` adds one of these to the hooks
-// it passes to launch::record(); a failure to start is logged and recording goes on without metrics.
+// it passes to the recording session; a failure to start is logged and recording goes on without metrics.
 
 #include <memory>
 

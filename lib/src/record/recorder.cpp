@@ -1,3 +1,4 @@
+#include "record/record_session.hpp"
 #include "sprof/recorder.hpp"
 
 #include <time.h>
@@ -143,7 +144,8 @@ Result<Recording> record(const RecordPlan& plan, const std::vector<launch::Recor
   // trace and the stats directories written.
   hooks.insert(hooks.end(), observers.begin(), observers.end());
 
-  SPROF_TRY(launch::RecordResult result, launch::record(plan.launch, hooks));
+  RecordSession session(plan.launch, hooks, [](pid_t pid) { return pyframes::PythonProcess::attach(pid); });
+  SPROF_TRY(launch::RecordResult result, session.run());
   Recording recording{std::move(result), steps.summary(), interval_stats.summary()};
   return recording;
 }

@@ -19,7 +19,13 @@
 #include "sprof/pyframes.hpp"
 #include "sprof/launch.hpp"
 
-namespace sprof::launch {
+namespace sprof::recorder {
+
+using launch::RecordHooks;
+using launch::RecordOptions;
+using launch::RecordProgress;
+using launch::RecordResult;
+using launch::SignalGuard;
 
 using Attacher = std::function<Result<std::unique_ptr<pyframes::PythonProcess>>(pid_t)>;
 
@@ -27,6 +33,9 @@ class RecordSession {
  public:
   RecordSession(RecordOptions options, std::vector<RecordHooks*> hooks, Attacher attacher);
   ~RecordSession();
+  // Runs a whole recording. Errors are returned for failures before anything was launched
+  // (bad options, an existing output directory, an attach that failed); once the command runs,
+  // problems are logged and recorded in the manifest, and the command's status is passed through.
   Result<RecordResult> run();
 
  private:
@@ -108,4 +117,4 @@ class RecordSession {
   int64_t session_cpu_start_ns_ = 0;
 };
 
-}  // namespace sprof::launch
+}  // namespace sprof::recorder

@@ -1,4 +1,4 @@
-#include "launch/record_session.hpp"
+#include "record/record_session.hpp"
 
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -22,7 +22,10 @@
 #include "sprof/manifest_sections.hpp"
 #include "sprof/version.hpp"
 
-namespace sprof::launch {
+namespace sprof::recorder {
+
+// The launch stage's parts: the child process, signals, /proc, the output directory.
+using namespace launch;
 
 namespace fs = std::filesystem;
 
@@ -656,4 +659,4 @@ Result<RecordResult> RecordSession::finish() {
   return result;
 }
 
-}  // namespace sprof::launch
+}  // namespace sprof::recorder
