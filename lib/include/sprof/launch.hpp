@@ -91,10 +91,10 @@ struct RecordResult {
   std::vector<std::string> write_errors;
 };
 
-// The default output directory name: sprof-<pid>-<YYYYMMDDTHHMMSSZ>.
 // A process's argv from /proc/PID/cmdline; empty when unreadable.
 std::vector<std::string> cmdline_of(pid_t pid);
 
+// The default output directory name: sprof-<pid>-<YYYYMMDDTHHMMSSZ>.
 std::string default_output_name(pid_t pid, int64_t realtime_ns);
 
 // This node's name in node ids ("<pid>-<host>" under framework/): SageMaker's current_host (its
