@@ -132,8 +132,11 @@ void add_record(CLI::App& app, CommandList& commands) {
       if (result->sampled_any) {
         report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
         auto summary = render::record_summary(result->output_dir, result->manifest, view, flags->gil);
-        if (summary.ok()) fmt::print(stderr, "{}", *summary);
-        if (!summary.ok()) spdlog::warn("cannot read back the profile for the summary: {}", summary.error().message);
+        if (summary.ok()) {
+          fmt::print(stderr, "{}", *summary);
+        } else {
+          spdlog::warn("cannot read back the profile for the summary: {}", summary.error().message);
+        }
       }
       if (std::string text = recording->steps.text(); !text.empty()) {
         fmt::print(stderr, "sprof: {}\n", text);
