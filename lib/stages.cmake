@@ -42,10 +42,10 @@ sprof_stage(intervals DEPS launch store timeline
 sprof_stage(record DEPS bootstrap gpu intervals launch pyframes remote sampler store sysmon timeline window
   HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
-  HEADERS query sample_filter sampled_profile stats_source)
-sprof_stage(rules DEPS bootstrap store
+  HEADERS open_profile query sample_filter sampled_profile stats_source)
+sprof_stage(rules DEPS bootstrap query
   HEADERS custom_rules iterations rules)
-sprof_stage(watch DEPS launch rules store timeline
+sprof_stage(watch DEPS launch query rules store timeline
   HEADERS rule_watch)
 sprof_stage(report DEPS query remote rules store timeline
   HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff profile_tables report_views sample_report)

@@ -9,6 +9,7 @@
 #include "custom_rule_flags.hpp"
 #include "fail_on.hpp"
 #include "sprof/analyze_render.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/report_views.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
@@ -32,8 +33,8 @@ struct AnalyzeCommandOptions {
   rules::CustomRuleSources custom;
 };
 
-Status write_html(const report::AnalyzeReport& report, const std::string& path) {
-  SPROF_TRY(report::ReportViews views, report::report_views(report, report::ReportViewOptions{}));
+Status write_html(const query::Profile& profile, const report::AnalyzeReport& report, const std::string& path) {
+  SPROF_TRY(report::ReportViews views, report::report_views(profile, report, report::ReportViewOptions{}));
   const std::string page = render::analyze_html(report, views);
   // A temporary file renamed over the old report: a full disk or a kill leaves the old one whole.
   SPROF_TRY_STATUS(store::write_file_atomically(path, page));
@@ -59,9 +60,10 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, 
 Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
   SPROF_TRY(auto custom, rules::CustomRuleSet::load(options.custom));
-  SPROF_TRY(auto report, report::analyze(options.profile_dir, analyze_options_of(options, *custom)));
+  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
+  SPROF_TRY(auto report, report::analyze(profile, analyze_options_of(options, *custom)));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
-  if (!options.html.empty()) SPROF_TRY_STATUS(write_html(report, options.html));
+  if (!options.html.empty()) SPROF_TRY_STATUS(write_html(profile, report, options.html));
   if (options.json || options.format == "json") {
     fmt::print("{}", render::analyze_json(report));
   } else {
@@ -116,8 +118,9 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
     SPROF_TRY(auto custom, rules::CustomRuleSet::load(report_options->custom));
-    SPROF_TRY(auto report, report::analyze(report_options->profile_dir, analyze_options_of(*report_options, *custom)));
-    SPROF_TRY_STATUS(write_html(report, report_options->html));
+    SPROF_TRY(auto profile, query::Profile::open(report_options->profile_dir));
+    SPROF_TRY(auto report, report::analyze(profile, analyze_options_of(*report_options, *custom)));
+    SPROF_TRY_STATUS(write_html(profile, report, report_options->html));
     return 0;
   }});
 }

@@ -12,6 +12,7 @@
 #include "sprof/file_bytes.hpp"
 #include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/profile_tables.hpp"
 #include "sprof/s3.hpp"
@@ -38,15 +39,17 @@ struct ExportFlags {
 
 // --mode/--start-step/--end-step or --start-time/--end-time: the samples' windows, per process.
 Result<std::optional<std::vector<query::SampleWindow>>> selected_windows(const ExportFlags& f,
-                                                                         const store::ProfileSamples& profile) {
+                                                                         const query::Profile& opened) {
+  SPROF_TRY(const store::ProfileSamples* samples, opened.samples());
+  const store::ProfileSamples& profile = *samples;
   SPROF_TRY_STATUS(check_run_selection(f.run));
   if (!f.run.steps() && !f.run.times()) return std::optional<std::vector<query::SampleWindow>>{};
   if (!profile.manifest) return make_error(ErrorKind::usage, "{}: no sprof.json, so steps and times cannot select samples", f.dir);
   std::vector<query::SampleWindow> windows;
   if (f.run.steps()) {
     SPROF_TRY(StepSelection steps, parse_step_selection(f.run));
-    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(f.dir));
-    windows = query::step_windows(timeline, steps.mode, steps.first, steps.last);
+    SPROF_TRY(const timeline::StepTimeline* timeline, opened.step_timeline());
+    windows = query::step_windows(*timeline, steps.mode, steps.first, steps.last);
     if (windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.dir);
   } else {
     SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
@@ -124,11 +127,13 @@ void add_export(CLI::App& app, CommandList& commands) {
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, format_for(*flags));
     if (format == "tables") return export_tables(*flags);
-    SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(flags->dir));
+    SPROF_TRY(query::Profile opened, query::Profile::open(flags->dir));
+    SPROF_TRY(const store::ProfileSamples* samples, opened.samples());
+    const store::ProfileSamples& profile = *samples;
     const report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
     query::SampleFilter filter = report::time_view_filter(view, profile);
     filter.gil_only = flags->gil;
-    SPROF_TRY(filter.windows, selected_windows(*flags, profile));
+    SPROF_TRY(filter.windows, selected_windows(*flags, opened));
     if (flags->pid != 0) {
       filter.pid = flags->pid;
       bool known = std::any_of(profile.processes.begin(), profile.processes.end(),
@@ -138,14 +143,14 @@ void add_export(CLI::App& app, CommandList& commands) {
     std::string text;
     std::string what;
     if (format == "chrome") {
-      SPROF_TRY(store::GpuTrace gpu, store::read_gpu_activity(flags->dir));
-      for (const std::string& warning : gpu.warnings) spdlog::warn("{}", warning);
-      auto timeline = timeline::read_step_timeline(flags->dir);
+      SPROF_TRY(const store::GpuTrace* gpu, opened.gpu_activity());
+      for (const std::string& warning : gpu->warnings) spdlog::warn("{}", warning);
+      auto timeline = opened.step_timeline();
       if (!timeline.ok()) spdlog::warn("{}", timeline.error().message);
       report::ChromeTraceParts parts;
       parts.samples = &profile;
-      parts.gpu = &gpu;
-      parts.steps = timeline.ok() ? &*timeline : nullptr;
+      parts.gpu = gpu;
+      parts.steps = timeline.ok() ? *timeline : nullptr;
       parts.filter = filter;
       if (filter.windows && !filter.windows->empty()) {
         int64_t first = INT64_MAX, last = INT64_MIN;
@@ -166,9 +171,9 @@ void add_export(CLI::App& app, CommandList& commands) {
                               ? flags->title
                               : fmt::format("{}: {}{}{}", flags->dir, view.describe(), flags->gil ? ", GIL holders" : "",
                                             flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
-      uint64_t samples = report::write_stacks(*report::parse_stack_format(format), profile, filter, title, text);
-      if (samples == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", view.describe());
-      what = fmt::format("{} samples, {}", samples, view.describe());
+      uint64_t written = report::write_stacks(*report::parse_stack_format(format), profile, filter, title, text);
+      if (written == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", view.describe());
+      what = fmt::format("{} samples, {}", written, view.describe());
     }
     if (flags->gzip || ends_with(flags->output, ".gz")) text = store::gzip(text);
     if (flags->output == "-") {

@@ -85,7 +85,7 @@ Result<render::GpuTable> view_table(const GpuFlags& f, const report::GpuInput& i
     report::CallSiteOptions options;
     options.leaf = f.leaf;
     options.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
-    SPROF_TRY(auto sites, report::call_sites(input, f.path, s, options));
+    SPROF_TRY(auto sites, report::call_sites(input, s, options));
     if (f.limit > 0 && sites.size() > f.limit) sites.resize(f.limit);
     return render::callsites_table(sites);
   }

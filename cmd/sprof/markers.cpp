@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "sprof/marker_stats.hpp"
 #include "sprof/marker_stats_render.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/step_timeline.hpp"
 
 namespace sprof::cli {
@@ -28,9 +29,10 @@ report::MarkerSort sort_of(const std::string& name) {
 }
 
 Result<int> run_markers(const MarkersFlags& f) {
-  SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(f.dir));
+  SPROF_TRY(query::Profile profile, query::Profile::open(f.dir));
+  SPROF_TRY(const timeline::StepTimeline* timeline, profile.step_timeline());
   std::vector<const timeline::ProcessTimeline*> processes;
-  for (const auto& p : timeline.processes) {
+  for (const auto& p : timeline->processes) {
     if (f.pid == 0 || p.pid == f.pid) processes.push_back(&p);
   }
   if (f.pid != 0 && processes.empty()) return make_error(ErrorKind::usage, "--pid {}: no markers of that process in {}", f.pid, f.dir);

@@ -10,6 +10,7 @@
 #include "fail_on.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/rules.hpp"
 #include "sprof/rules_render.hpp"
 
@@ -44,7 +45,8 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
   if (!custom->rules().empty()) run_options.custom = &custom->rules();
   // Names and parameters are checked before the profile is read, so typos fail fast.
   SPROF_TRY_STATUS(rules::check_rules(run_options));
-  SPROF_TRY(auto input, rules::load_rules_input(options.profile_dir));
+  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
+  SPROF_TRY(auto input, rules::load_rules_input(profile));
   SPROF_TRY(auto results, rules::run_rules(input, run_options));
   SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, results));
 

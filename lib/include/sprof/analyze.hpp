@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sprof/iterations.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/result.hpp"
 #include "sprof/rules.hpp"
 #include "sprof/sample_report.hpp"
@@ -261,12 +262,9 @@ struct AnalyzeReport {
 std::optional<AnalyzeReport::StepSkew> step_skew(const std::vector<StepRecord>& steps,
                                                  const std::map<std::string, std::string>& ranks);
 
-// Reads the profile directory. Not a directory, or none of sprof.json, samples/, system/ and
-// framework/: bad_input. Unknown rule parameters: usage errors, as in `sprof rules`.
-Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options);
-// The same, handing over the sample logs it read (none for a directory sprof did not record), so
-// that a caller that reads them too does not read them twice.
-Result<AnalyzeReport> analyze(const std::filesystem::path& dir, const AnalyzeOptions& options,
-                              std::optional<store::ProfileSamples>& samples);
+// Analyses the profile. None of sprof.json, samples/, system/ and framework/: bad_input. Unknown
+// rule parameters: usage errors, as in `sprof rules`. What it reads stays in `profile` for the
+// caller's own use.
+Result<AnalyzeReport> analyze(const query::Profile& profile, const AnalyzeOptions& options);
 
 }  // namespace sprof::report

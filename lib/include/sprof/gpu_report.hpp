@@ -12,6 +12,7 @@
 
 #include "sprof/gpu_trace.hpp"
 #include "sprof/modes.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::report {
@@ -28,7 +29,7 @@ struct GpuStepWindow {
 struct GpuInput {
   store::GpuTrace trace;
   std::vector<GpuStepWindow> steps;  // by start
-  bool profile = false;              // a profile directory (else a trace file)
+  std::optional<query::Profile> profile;  // the profile directory it came from; none for a trace file
   int64_t epoch_offset_ns = 0;       // epoch ns = trace ns + this (profiles: from sprof.json's clock pair)
 };
 
@@ -46,6 +47,8 @@ struct GpuLoadOptions {
 // (.json or .json.gz). A profile without GPU files is bad_input naming what `record` saw
 // (the gpu section of sprof.json) so that the user learns why.
 Result<GpuInput> load_gpu_input(const std::filesystem::path& path, const GpuLoadOptions& options = {});
+// The same for a profile already open.
+Result<GpuInput> load_gpu_input(const query::Profile& profile, const GpuLoadOptions& options = {});
 
 // Which work a view counts: ops (and calls) that start inside one of `windows` (all when empty),
 // on `device` when given.
@@ -213,9 +216,9 @@ struct CallSiteOptions {
   bool leaf = false;
   int64_t max_distance_ns = 0;  // 0: twice the sample's own interval
 };
-// Needs a profile directory (samples); a trace file is a usage error.
-Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::filesystem::path& profile_dir,
-                                         const GpuSelection& selection, const CallSiteOptions& options);
+// Needs the samples of the profile `input` came from; a trace file is a usage error.
+Result<std::vector<CallSite>> call_sites(const GpuInput& input, const GpuSelection& selection,
+                                         const CallSiteOptions& options);
 
 // HTA's kernel types, by name (get_kernel_type): communication (nccl..., hip..., hccl...,
 // ...ncclKernel...), memory (Memcpy..., Memset..., dma...), computation (anything its inverse

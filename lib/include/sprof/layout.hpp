@@ -28,6 +28,7 @@ inline constexpr std::string_view kStepFnLog = "markers/step_fn.log";
 inline constexpr std::string_view kFrameworkDir = "framework";
 inline constexpr std::string_view kTraceEventsDir = "pevents";  // under framework/
 inline constexpr std::string_view kSystemDir = "system";
+inline constexpr std::string_view kGpuDir = "gpu";
 inline constexpr std::string_view kSystemMetricsDir = "incremental";  // under system/
 
 // Profiler directories under framework/<framework>/ and the stats files inside a stats directory.
@@ -51,6 +52,7 @@ struct ProfileContents {
   bool markers = false;    // markers/markers.log
   bool framework = false;  // framework/
   bool system = false;     // system/
+  bool gpu = false;        // gpu/ (libsprof_cupti.so's activity files)
 
   // Written by sprof record (or being written): either part of sprof's own data.
   bool sprof() const { return manifest || samples; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sprof/analyze.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::report {
@@ -80,7 +81,9 @@ struct ReportViews {
   Timeline timeline;
 };
 
-// Reads the samples and system metrics of `report.dir` again (analyze keeps only summaries).
-Result<ReportViews> report_views(const AnalyzeReport& report, const ReportViewOptions& options);
+// The views from `profile`'s samples, system metrics and GPU activity (analyze keeps only
+// summaries; the profile keeps what analyze read).
+Result<ReportViews> report_views(const query::Profile& profile, const AnalyzeReport& report,
+                                 const ReportViewOptions& options);
 
 }  // namespace sprof::report

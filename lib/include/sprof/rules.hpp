@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sprof/gpu_trace.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/result.hpp"
 #include "sprof/system_metrics.hpp"
 #include "sprof/trace_events.hpp"
@@ -78,7 +80,8 @@ struct RuleResult {
 std::string report_json(const RuleResult& result);
 
 struct RulesInput {
-  std::filesystem::path profile_dir;        // where it was read (custom rules read its samples)
+  // Where it was read, if from a profile: custom rules read its manifest and samples.
+  std::optional<query::Profile> profile;
   std::vector<store::SystemMetric> system;  // smdebug's order (file timestamp, then line)
   std::vector<store::TraceEvent> framework;
   std::vector<std::string> warnings;        // trace files skipped while loading
@@ -87,16 +90,15 @@ struct RulesInput {
   std::map<std::string, std::string> system_hosts;
 };
 
-// Reads <profile>/system and <profile>/framework. A path that is not a directory, or a directory with
-// neither, is bad_input; a corrupt metrics line is bad_input naming file and line.
-Result<RulesInput> load_rules_input(const std::filesystem::path& profile_dir);
+// The profile's system metrics and framework timeline. A directory with neither is bad_input; a
+// corrupt metrics line is bad_input naming file and line.
+Result<RulesInput> load_rules_input(const query::Profile& profile);
 
 // When the system metrics hold no GPUUtilization but the profile holds GPU activity recorded by
 // libsprof_cupti.so (gpu/), adds GPUUtilization per system tick from the kernels (the share of
 // the tick's interval with a kernel running, as NVML measures it) and says so in `warnings`.
-// load_rules_input does this; a caller building RulesInput itself calls it, or the overload below
-// with the trace it has already read (`epoch_offset_ns`: epoch ns = trace ns + this).
-void add_kernel_utilization(const std::filesystem::path& profile_dir, RulesInput& input);
+// load_rules_input does this; a caller building RulesInput itself calls it with the trace it has
+// read (`epoch_offset_ns`: epoch ns = trace ns + this).
 void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input);
 
 // Checks rule names and parameters (usage errors that list the valid names) without running anything.

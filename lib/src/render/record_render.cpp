@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "sprof/markup.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/profile_samples.hpp"
 
 namespace sprof::render {
@@ -40,7 +41,9 @@ std::string record_summary_text(const store::Manifest& manifest, const report::S
 
 Result<std::string> record_summary(const std::filesystem::path& dir, const store::Manifest& manifest,
                                    const report::TimeView& view, bool gil_only) {
-  SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(dir));
+  SPROF_TRY(query::Profile opened, query::Profile::open(dir));
+  SPROF_TRY(const store::ProfileSamples* samples, opened.samples());
+  const store::ProfileSamples& profile = *samples;
   query::SampleFilter filter = report::time_view_filter(view, profile);
   filter.gil_only = gil_only;
   report::SampleSummary summary = report::summarize(profile, filter, 10);

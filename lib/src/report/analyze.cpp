@@ -185,10 +185,10 @@ void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
 
 // Steps of a profile whose trace was never written (a recording cut short before its end), from the
 // persisted markers: the same steps record would have written as Step:ModeKeys events.
-Result<std::vector<StepRecord>> steps_from_markers(const fs::path& dir, const store::Manifest& manifest) {
-  SPROF_TRY(auto timeline, timeline::read_step_timeline(dir));
+Result<std::vector<StepRecord>> steps_from_markers(const query::Profile& profile, const store::Manifest& manifest) {
+  SPROF_TRY(const timeline::StepTimeline* timeline, profile.step_timeline());
   std::vector<StepRecord> steps;
-  for (const auto& p : timeline.processes) {
+  for (const auto& p : timeline->processes) {
     std::string node = std::to_string(p.pid);
     for (const auto& mp : manifest.processes) {
       if (mp.pid == p.pid && !mp.node_id.empty()) node = store::normalize_node_id(mp.node_id);
@@ -284,17 +284,11 @@ void analyze_samples(const store::ProfileSamples* samples, const store::Manifest
 
 }  // namespace
 
-Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options) {
-  std::optional<store::ProfileSamples> samples;
-  return analyze(dir, options, samples);
-}
-
-Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options,
-                              std::optional<store::ProfileSamples>& samples) {
+Result<AnalyzeReport> analyze(const query::Profile& profile, const AnalyzeOptions& options) {
   // Rule names and parameters first, so a typo fails before any reading.
   SPROF_TRY_STATUS(rules::check_rules(options.rules));
-  SPROF_TRY_STATUS(store::check_directory(dir));
-  store::ProfileContents contents = store::detect(dir);
+  const fs::path& dir = profile.dir();
+  const store::ProfileContents& contents = profile.contents();
   bool sprof_profile = contents.sprof();
   if (!contents.profile()) {
     return make_error(ErrorKind::bad_input,
@@ -304,25 +298,25 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   AnalyzeReport report;
   report.dir = dir;
   report.time_view = options.time_view;
-  samples.reset();
+  const store::ProfileSamples* samples = nullptr;
   if (sprof_profile) {
-    SPROF_TRY(auto loaded, store::load_profile_samples(dir));
-    samples = std::move(loaded);
+    SPROF_TRY(samples, profile.samples());
   }
   if (samples) report.step_threads = step_threads_of(*samples);
-  SPROF_TRY(auto system, store::read_system_metrics(dir));
-  SPROF_TRY(auto trace, store::read_trace_events(dir));
-  report.warnings = trace.warnings;  // read_trace_events has logged them
+  SPROF_TRY(const std::vector<store::SystemMetric>* system_read, profile.system_metrics());
+  const std::vector<store::SystemMetric>& system = *system_read;
+  SPROF_TRY(const store::TraceReadResult* trace, profile.trace_events());
+  report.warnings = trace->warnings;  // read_trace_events has logged them
 
-  const std::map<std::string, std::string> system_hosts = store::system_node_hosts(dir);
-  fill_job(samples ? &*samples : nullptr, system, trace.events, system_hosts, report.job);
+  const std::map<std::string, std::string>& system_hosts = profile.system_hosts();
+  fill_job(samples, system, trace->events, system_hosts, report.job);
 
   // Steps and phases.
   report.outlier_stddev = outlier_stddev(options.rules);
-  std::vector<StepRecord> steps = collect_steps(trace.events);
+  std::vector<StepRecord> steps = collect_steps(trace->events);
   const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
   if (steps.empty() && manifest != nullptr && contents.markers) {
-    SPROF_TRY(auto from_markers, steps_from_markers(dir, *manifest));
+    SPROF_TRY(auto from_markers, steps_from_markers(profile, *manifest));
     steps = std::move(from_markers);
     if (!steps.empty()) {
       report.warnings.push_back("steps read from markers/markers.log (no step trace in framework/pevents)");
@@ -331,10 +325,10 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   }
   if (manifest != nullptr && manifest->mode == "attach") report.partial_steps = take_partial_steps(*samples, steps);
   report.step_stats = step_statistics(steps, report.outlier_stddev);  // marks the outliers
-  summarize_iterations(steps, trace.events, samples ? &*samples : nullptr, options.phase_functions, report);
+  summarize_iterations(steps, trace->events, samples, options.phase_functions, report);
   report.steps = steps;
   report.phases = job_phases(steps, report.job.start_us, report.job.end_us);
-  report.step_skew = step_skew(steps, store::process_ranks(dir));
+  report.step_skew = step_skew(steps, profile.process_ranks());
   if (steps.empty()) {
     report.steps_note = std::string(timeline::kNoStepsHint) +
                         (contents.framework ? "; no Step:ModeKeys.* events in framework/pevents"
@@ -345,14 +339,14 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
   // Functions, from the raw samples: the profile's own, or for a job of several nodes each node's.
   // (Not for figures only: their callers, as diff, read the nodes' samples their own way.)
   const bool wants_functions = options.top_functions > 0 || options.phase_functions > 0 || options.slowest_steps > 0;
-  const std::vector<fs::path> job_nodes = samples || !wants_functions ? std::vector<fs::path>() : job_node_dirs(dir);
+  std::vector<query::Profile> job_nodes = samples || !wants_functions ? std::vector<query::Profile>() : profile.nodes();
   if (!job_nodes.empty()) {
     std::vector<StepRecord> slowest = slowest_by_duration(steps, options.slowest_steps);
-    summarize_job_nodes(job_nodes, options, report, slowest);
+    summarize_job_nodes(std::move(job_nodes), options, report, slowest);
     report.slowest_steps = std::move(slowest);
     if (!report.has_samples) report.samples_note = "no samples in the job's nodes (nodes/*/samples)";
   } else {
-    analyze_samples(samples ? &*samples : nullptr, manifest, steps, options, report);
+    analyze_samples(samples, manifest, steps, options, report);
   }
 
   // System usage.
@@ -370,10 +364,10 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   std::optional<GpuInput> gpu;
   if (sprof_profile) {
-    auto loaded = load_gpu_input(dir);
+    auto loaded = load_gpu_input(profile);
     if (loaded.ok()) {
       gpu = std::move(*loaded);
-      report.gpu = summarize_gpu(*gpu, dir, options);
+      report.gpu = summarize_gpu(*gpu, options);
     } else {
       report.gpu.note = loaded.error().message;
     }
@@ -383,9 +377,9 @@ Result<AnalyzeReport> analyze(const fs::path& dir, const AnalyzeOptions& options
 
   // Rule findings.
   rules::RulesInput input;
-  input.profile_dir = dir;
-  input.system = std::move(system);
-  input.framework = std::move(trace.events);
+  input.profile = profile;
+  input.system = system;
+  input.framework = trace->events;
   input.system_hosts = system_hosts;
   if (gpu) {
     rules::add_kernel_utilization(gpu->trace, gpu->epoch_offset_ns, input);

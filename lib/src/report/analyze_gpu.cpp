@@ -8,7 +8,7 @@
 
 namespace sprof::report {
 
-GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir, const AnalyzeOptions& options) {
+GpuSummary summarize_gpu(const GpuInput& input, const AnalyzeOptions& options) {
   GpuSummary out;
   out.present = true;
   for (const store::GpuOp& op : input.trace.ops) {
@@ -42,7 +42,7 @@ GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir
     out.top_kernels.push_back({k.name, k.time.count, static_cast<double>(k.time.total_ns) / 1e9, k.time.avg_ns / 1e3,
                                k.share});
   }
-  auto sites = call_sites(input, dir, all, CallSiteOptions{});
+  auto sites = call_sites(input, all, CallSiteOptions{});
   if (!sites.ok()) {
     out.call_sites_note = sites.error().message;
     return out;

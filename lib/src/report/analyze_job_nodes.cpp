@@ -12,28 +12,11 @@
 #include "report/analyze_parts.hpp"
 #include "report/function_table.hpp"
 #include "report/window_functions.hpp"
-#include "sprof/layout.hpp"
-#include "sprof/profile_files.hpp"
+#include "sprof/open_profile.hpp"
 
 namespace sprof::report {
 
-namespace fs = std::filesystem;
-
-std::vector<fs::path> job_node_dirs(const fs::path& dir) {
-  std::vector<fs::path> out;
-  const store::ProfileFiles& files = store::files_for(dir);
-  if (files.kind(dir / std::string(store::kManifestFileName)) == store::FileKind::file) return out;  // one node's profile
-  auto entries = files.list(dir / "nodes");
-  if (!entries.ok()) return out;
-  for (const store::FileEntry& e : *entries) {
-    if (e.kind == store::FileKind::directory && files.kind(e.path / std::string(store::kManifestFileName)) == store::FileKind::file) {
-      out.push_back(e.path);
-    }
-  }
-  return out;
-}
-
-void summarize_job_nodes(const std::vector<fs::path>& nodes, const AnalyzeOptions& options, AnalyzeReport& report,
+void summarize_job_nodes(std::vector<query::Profile> nodes, const AnalyzeOptions& options, AnalyzeReport& report,
                          std::vector<StepRecord>& slowest) {
   FunctionTable all;
   std::vector<FunctionTable> phases(report.phases.size());
@@ -41,14 +24,15 @@ void summarize_job_nodes(const std::vector<fs::path>& nodes, const AnalyzeOption
   SampleSummary& total = report.samples;
   int64_t first_us = INT64_MAX, last_us = INT64_MIN;
   std::set<std::string> versions(report.job.python_versions.begin(), report.job.python_versions.end());
-  for (const fs::path& node : nodes) {
-    auto loaded = store::load_profile_samples(node);
+  for (query::Profile& held : nodes) {
+    const query::Profile node = std::move(held);  // its samples go at the end of the iteration
+    auto loaded = node.samples();
     if (!loaded.ok()) {
-      report.warnings.push_back(fmt::format("no functions from {}: {}", node.string(), loaded.error().message));
+      report.warnings.push_back(fmt::format("no functions from {}: {}", node.dir().string(), loaded.error().message));
       spdlog::warn("{}", report.warnings.back());
       continue;
     }
-    const store::ProfileSamples& samples = *loaded;
+    const store::ProfileSamples& samples = **loaded;
     if (!samples.manifest) continue;
     const store::Manifest& m = *samples.manifest;
     ++report.job.node_profiles;

@@ -32,16 +32,13 @@ void summarize_system(const std::vector<store::SystemMetric>& metrics, std::vect
 // The GPU section from the profile's GPU activity (load_gpu_input): per-device busy and idle
 // shares (HTA's temporal breakdown), top kernels, top call sites. Call sites that cannot be had
 // become a note.
-GpuSummary summarize_gpu(const GpuInput& input, const std::filesystem::path& dir, const AnalyzeOptions& options);
+GpuSummary summarize_gpu(const GpuInput& input, const AnalyzeOptions& options);
 
-// The node profiles of a job of several nodes (nodes/<host>/ with a sprof.json each, under a
-// directory without one of its own: a job's prefix), in name order; empty for anything else.
-std::vector<std::filesystem::path> job_node_dirs(const std::filesystem::path& dir);
-
-// For such a job: the functions of every node's samples (report.samples), of each phase
-// (report.phases' top) and of each step in `slowest` (from its own node's samples), reading one
-// node at a time. report.has_samples says whether any node had samples.
-void summarize_job_nodes(const std::vector<std::filesystem::path>& nodes, const AnalyzeOptions& options,
-                         AnalyzeReport& report, std::vector<StepRecord>& slowest);
+// For a job of several nodes (query::Profile::nodes): the functions of every node's samples
+// (report.samples), of each phase (report.phases' top) and of each step in `slowest` (from its own
+// node's samples), reading one node at a time and letting it go before the next (`nodes` is taken
+// by value for that). report.has_samples says whether any node had samples.
+void summarize_job_nodes(std::vector<query::Profile> nodes, const AnalyzeOptions& options, AnalyzeReport& report,
+                         std::vector<StepRecord>& slowest);
 
 }  // namespace sprof::report

@@ -43,13 +43,14 @@ uint64_t thread_key(int32_t pid, int32_t tid) { return (uint64_t(uint32_t(pid)) 
 
 }  // namespace
 
-Result<std::vector<CallSite>> call_sites(const GpuInput& input, const std::filesystem::path& profile_dir,
-                                         const GpuSelection& selection, const CallSiteOptions& options) {
+Result<std::vector<CallSite>> call_sites(const GpuInput& input, const GpuSelection& selection,
+                                         const CallSiteOptions& options) {
   if (!input.profile) {
     return make_error(ErrorKind::usage, "callsites needs a profile directory recorded by sprof (samples give the Python "
                                         "lines); a trace file has none");
   }
-  SPROF_TRY(store::ProfileSamples profile, store::load_profile_samples(profile_dir));
+  SPROF_TRY(const store::ProfileSamples* samples, input.profile->samples());
+  const store::ProfileSamples& profile = *samples;
 
   LaunchCalls calls(input.trace);
   std::unordered_map<int32_t, bool> wanted_pids;

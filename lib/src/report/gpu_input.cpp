@@ -8,7 +8,7 @@
 
 #include "report/launch_calls.hpp"
 #include "sprof/gpu_report.hpp"
-#include "sprof/manifest.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/manifest_sections.hpp"
 #include "sprof/profile_files.hpp"
 #include "sprof/step_timeline.hpp"
@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // Why a profile has no GPU activity, from what record wrote into sprof.json's gpu section.
-std::string why_no_gpu(const fs::path& dir) {
-  auto manifest = store::read_manifest(dir);
+std::string why_no_gpu(const query::Profile& profile) {
+  auto manifest = profile.manifest();
   if (!manifest.ok()) return "";
-  auto section = store::section_json(*manifest, "gpu");
+  auto section = store::section_json(**manifest, "gpu");
   if (!section) return " (recorded by a sprof without GPU tracing)";
   const nlohmann::json& j = *section;
   if (!j.value("enabled", false)) return fmt::format(" (GPU tracing was off: {})", j.value("why_off", std::string("off")));
@@ -78,31 +78,31 @@ void drop_last_step(GpuInput& input, const fs::path& path) {
   std::erase_if(t.api_calls, [&](const store::GpuApiCall& c) { return c.start_ns >= last_start; });
 }
 
-Result<GpuInput> load_gpu_input_as_written(const fs::path& path) {
+// A Chrome trace file with its ProfilerStep#N events.
+Result<GpuInput> load_trace_file(const fs::path& path) {
   GpuInput input;
-  const store::ProfileFiles& files = store::files_for(path);
-  store::FileKind kind = files.kind(path);
-  if (kind == store::FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such file or directory", path.string());
-  if (kind != store::FileKind::directory) {
-    SPROF_TRY(input.trace, store::read_chrome_gpu_trace(path));
-    for (const store::GpuTraceStep& s : input.trace.steps) input.steps.push_back({s.step, Mode::global, s.start_ns, s.end_ns});
-    if (input.trace.empty()) {
-      return make_error(ErrorKind::bad_input, "{}: no GPU events (kernel, gpu_memcpy, gpu_memset, cuda_runtime) in this trace",
-                        path.string());
-    }
-    return input;
-  }
-  input.profile = true;
-  SPROF_TRY(input.trace, store::read_gpu_activity(path));
+  SPROF_TRY(input.trace, store::read_chrome_gpu_trace(path));
+  for (const store::GpuTraceStep& s : input.trace.steps) input.steps.push_back({s.step, Mode::global, s.start_ns, s.end_ns});
   if (input.trace.empty()) {
-    return make_error(ErrorKind::bad_input, "{}: no GPU activity was recorded{}", path.string(), why_no_gpu(path));
+    return make_error(ErrorKind::bad_input, "{}: no GPU events (kernel, gpu_memcpy, gpu_memset, cuda_runtime) in this trace",
+                      path.string());
   }
-  if (auto manifest = store::read_manifest(path); manifest.ok()) {
-    input.epoch_offset_ns = manifest->epoch_offset_ns();
+  return input;
+}
+
+// A profile's gpu/ files, cut by its step timeline.
+Result<GpuInput> load_profile_gpu(const query::Profile& profile) {
+  GpuInput input;
+  input.profile = profile;
+  SPROF_TRY(const store::GpuTrace* trace, profile.gpu_activity());
+  input.trace = *trace;
+  if (input.trace.empty()) {
+    return make_error(ErrorKind::bad_input, "{}: no GPU activity was recorded{}", profile.dir().string(), why_no_gpu(profile));
   }
-  auto timeline = timeline::read_step_timeline(path);
+  input.epoch_offset_ns = profile.epoch_offset_ns();
+  auto timeline = profile.step_timeline();
   if (timeline.ok()) {
-    for (const timeline::ProcessTimeline& p : timeline->processes) {
+    for (const timeline::ProcessTimeline& p : (*timeline)->processes) {
       for (const timeline::Step& s : p.steps) input.steps.push_back({s.step, s.mode, s.begin_ns, s.end_ns});
     }
   } else {
@@ -113,13 +113,28 @@ Result<GpuInput> load_gpu_input_as_written(const fs::path& path) {
   return input;
 }
 
-}  // namespace
-
-Result<GpuInput> load_gpu_input(const fs::path& path, const GpuLoadOptions& options) {
-  SPROF_TRY(GpuInput input, load_gpu_input_as_written(path));
+GpuInput with_options(GpuInput input, const fs::path& path, const GpuLoadOptions& options) {
   if (options.round_us) round_trace_to_us(input);
   if (options.drop_last_step) drop_last_step(input, path);
   return input;
+}
+
+}  // namespace
+
+Result<GpuInput> load_gpu_input(const fs::path& path, const GpuLoadOptions& options) {
+  store::FileKind kind = store::files_for(path).kind(path);
+  if (kind == store::FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such file or directory", path.string());
+  if (kind != store::FileKind::directory) {
+    SPROF_TRY(GpuInput input, load_trace_file(path));
+    return with_options(std::move(input), path, options);
+  }
+  SPROF_TRY(query::Profile profile, query::Profile::open(path));
+  return load_gpu_input(profile, options);
+}
+
+Result<GpuInput> load_gpu_input(const query::Profile& profile, const GpuLoadOptions& options) {
+  SPROF_TRY(GpuInput input, load_profile_gpu(profile));
+  return with_options(std::move(input), profile.dir(), options);
 }
 
 bool GpuSelection::contains(int64_t t_ns) const {

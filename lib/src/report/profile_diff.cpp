@@ -184,8 +184,7 @@ void finish_functions(const FunctionSteps& acc, size_t steps, SideData& data) {
 }
 
 // Kernels per selected step: each kernel counted in the step its start falls in.
-void read_gpu(const fs::path& path, Mode mode, const DiffSideInput& input, bool trace_file, SideData& data) {
-  Result<GpuInput> loaded = load_gpu_input(path);
+void read_gpu(Result<GpuInput> loaded, Mode mode, const DiffSideInput& input, bool trace_file, SideData& data) {
   if (!loaded.ok()) {
     data.gpu_note = loaded.error().message;
     return;
@@ -201,7 +200,7 @@ void read_gpu(const fs::path& path, Mode mode, const DiffSideInput& input, bool 
     windows.emplace_back(INT64_MIN, INT64_MAX);
   }
   if (windows.empty()) {
-    data.gpu_note = fmt::format("{}: no {} step{} in its GPU trace", path.string(), trace_file ? "ProfilerStep#" : to_string(mode),
+    data.gpu_note = fmt::format("{}: no {} step{} in its GPU trace", input.path.string(), trace_file ? "ProfilerStep#" : to_string(mode),
                                 range_text(input));
     return;
   }
@@ -266,7 +265,7 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
   std::error_code ec;
   if (is_trace_file(input.path)) {
     data.side.trace_file = true;
-    read_gpu(input.path, options.mode, input, true, data);
+    read_gpu(load_gpu_input(input.path), options.mode, input, true, data);
     if (!data.gpu) return make_error(ErrorKind::bad_input, "{} {}: {}", which, input.path.string(), data.gpu_note);
     data.side.steps = size_t(data.gpu->steps);
     return data;
@@ -274,8 +273,13 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
   if (!fs::exists(input.path, ec) && input.path.string().find("://") == std::string::npos) {
     return make_error(ErrorKind::bad_input, "{} {}: no such file or directory", which, input.path.string());
   }
-  std::optional<store::ProfileSamples> samples;
-  SPROF_TRY(AnalyzeReport report, analyze(input.path, AnalyzeOptions::figures_only(), samples));
+  SPROF_TRY(query::Profile profile, query::Profile::open(input.path));
+  SPROF_TRY(AnalyzeReport report, analyze(profile, AnalyzeOptions::figures_only()));
+  // sprof's own profiles have samples (analyze has read them); smdebug's none.
+  const store::ProfileSamples* samples = nullptr;
+  if (profile.contents().sprof()) {
+    SPROF_TRY(samples, profile.samples());
+  }
   const std::string mode_key(mode_key_name(options.mode));
   std::vector<const StepRecord*> steps;
   for (const StepRecord& s : report.steps) {
@@ -304,18 +308,22 @@ Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& option
     read_functions(*samples, steps, options.time_view, "", functions, data);
   } else {
     // A job of several nodes: each node's samples in turn, for that node's steps.
-    for (const fs::path& node : job_node_dirs(input.path)) {
-      auto loaded = store::load_profile_samples(node);
+    for (query::Profile& held : profile.nodes()) {
+      const query::Profile node = std::move(held);  // its samples go at the end of its turn
+      auto loaded = node.samples();
       if (!loaded.ok()) {
-        data.warnings.push_back(fmt::format("no functions from {}: {}", node.string(), loaded.error().message));
+        data.warnings.push_back(fmt::format("no functions from {}: {}", node.dir().string(), loaded.error().message));
         spdlog::warn("{}", data.warnings.back());
         continue;
       }
-      if (loaded->manifest) read_functions(*loaded, steps, options.time_view, loaded->manifest->host, functions, data);
+      const store::ProfileSamples& node_samples = **loaded;
+      if (node_samples.manifest) {
+        read_functions(node_samples, steps, options.time_view, node_samples.manifest->host, functions, data);
+      }
     }
   }
   finish_functions(functions, steps.size(), data);
-  read_gpu(input.path, options.mode, input, false, data);
+  read_gpu(load_gpu_input(profile), options.mode, input, false, data);
   data.system = report.system;
   data.rules = report.rules;
   data.warnings.insert(data.warnings.begin(), report.warnings.begin(), report.warnings.end());

@@ -176,9 +176,9 @@ Status write_function_samples(const store::ProcessSamples& p, const ProcessSteps
   return {};
 }
 
-Status write_kernels(const fs::path& dir, const ProcessSteps& steps, const std::map<int64_t, std::string>& node_of,
+Status write_kernels(const query::Profile& profile, const ProcessSteps& steps, const std::map<int64_t, std::string>& node_of,
                      TableWriter& table) {
-  Result<GpuInput> gpu = load_gpu_input(dir);
+  Result<GpuInput> gpu = load_gpu_input(profile);
   if (!gpu.ok()) return {};  // no GPU activity: no rows
   struct Sums {
     int64_t launches = 0;
@@ -207,8 +207,12 @@ Status write_kernels(const fs::path& dir, const ProcessSteps& steps, const std::
 }  // namespace
 
 Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs::path& out_dir, const TablesOptions& options) {
-  std::optional<store::ProfileSamples> loaded;
-  SPROF_TRY(AnalyzeReport report, analyze(profile_dir, AnalyzeOptions::figures_only(), loaded));
+  SPROF_TRY(query::Profile profile, query::Profile::open(profile_dir));
+  SPROF_TRY(AnalyzeReport report, analyze(profile, AnalyzeOptions::figures_only()));
+  const store::ProfileSamples* loaded = nullptr;
+  if (profile.contents().sprof()) {
+    SPROF_TRY(loaded, profile.samples());
+  }
   TablesWritten written;
   written.job = partition_value(options.job.empty() ? default_job(profile_dir, report) : options.job);
   static const char* const kTables[] = {"jobs", "steps", "function_samples", "kernels", "system_metrics", "rules"};
@@ -223,7 +227,7 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   auto writer = [&](const char* table) { return TableWriter(out_dir, table, written.job, options.rows_per_part, written); };
 
   // smdebug's own directories have no samples.
-  const store::ProfileSamples* samples = loaded && !loaded->processes.empty() ? &*loaded : nullptr;
+  const store::ProfileSamples* samples = loaded && !loaded->processes.empty() ? loaded : nullptr;
   const store::Manifest* manifest = samples && samples->manifest ? &*samples->manifest : nullptr;
 
   std::set<std::string> hosts;
@@ -244,7 +248,7 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   SPROF_TRY_STATUS(jobs.finish());
 
   // Steps, partial ones (an attach window cut them) marked.
-  const std::map<std::string, std::string> ranks = store::process_ranks(profile_dir);
+  const std::map<std::string, std::string>& ranks = profile.process_ranks();
   TableWriter steps = writer("steps");
   ProcessSteps process_steps;
   std::map<int64_t, std::string> node_of;
@@ -287,14 +291,14 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   }
   if (manifest != nullptr) {
     TableWriter kernels = writer("kernels");
-    SPROF_TRY_STATUS(write_kernels(profile_dir, process_steps, node_of, kernels));
+    SPROF_TRY_STATUS(write_kernels(profile, process_steps, node_of, kernels));
     SPROF_TRY_STATUS(kernels.finish());
   }
 
-  Result<std::vector<store::SystemMetric>> metrics = store::read_system_metrics(profile_dir);
+  Result<const std::vector<store::SystemMetric>*> metrics = profile.system_metrics();
   if (metrics.ok()) {
     TableWriter system = writer("system_metrics");
-    for (const store::SystemMetric& m : *metrics) {
+    for (const store::SystemMetric& m : **metrics) {
       SPROF_TRY_STATUS(system.add(m.node_id, ordered_json{{"timestamp_s", m.timestamp},
                                                           {"type", m.type},
                                                           {"name", m.name},

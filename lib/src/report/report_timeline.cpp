@@ -116,8 +116,8 @@ void add_thread_rows(const store::ProfileSamples& samples, int64_t job_start_us,
   }
 }
 
-Status add_gpu_rows(const std::filesystem::path& dir, int64_t job_start_us, Timeline& timeline) {
-  SPROF_TRY(GpuInput input, load_gpu_input(dir));
+Status add_gpu_rows(const query::Profile& profile, int64_t job_start_us, Timeline& timeline) {
+  SPROF_TRY(GpuInput input, load_gpu_input(profile));
   NameIndex index(timeline.names);
   std::map<std::pair<int32_t, int64_t>, TimelineRow> streams;
   std::vector<const store::GpuOp*> ops;

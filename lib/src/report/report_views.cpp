@@ -225,10 +225,12 @@ void add_system(const AnalyzeReport& report, const std::vector<store::SystemMetr
 
 }  // namespace
 
-Result<ReportViews> report_views(const AnalyzeReport& report, const ReportViewOptions& options) {
+Result<ReportViews> report_views(const query::Profile& profile, const AnalyzeReport& report,
+                                 const ReportViewOptions& options) {
   ReportViews views;
   if (report.has_samples && report.job.has_manifest) {
-    SPROF_TRY(store::ProfileSamples samples, store::load_profile_samples(report.dir));
+    SPROF_TRY(const store::ProfileSamples* read, profile.samples());
+    const store::ProfileSamples& samples = *read;
     if (samples.manifest) {
       views.rate_hz = samples.manifest->rate_hz;
       views.achieved_rate_hz = samples.manifest->health.achieved_rate_hz;
@@ -238,14 +240,14 @@ Result<ReportViews> report_views(const AnalyzeReport& report, const ReportViewOp
       add_thread_rows(samples, report.job.start_us, views.timeline);
     }
   }
-  if (report.gpu.present) SPROF_TRY_STATUS(add_gpu_rows(report.dir, report.job.start_us, views.timeline));
+  if (report.gpu.present) SPROF_TRY_STATUS(add_gpu_rows(profile, report.job.start_us, views.timeline));
   fit_timeline(views.timeline, report.job.duration_s(), options.max_timeline_segments);
   if (views.flames.empty()) views.flames_note = report.samples_note.empty() ? "no raw samples" : report.samples_note;
-  SPROF_TRY(auto metrics, store::read_system_metrics(report.dir));
-  if (metrics.empty()) {
+  SPROF_TRY(const std::vector<store::SystemMetric>* metrics, profile.system_metrics());
+  if (metrics->empty()) {
     views.system_note = "no system metrics (system/incremental)";
   } else {
-    add_system(report, metrics, options, views);
+    add_system(report, *metrics, options, views);
   }
   return views;
 }

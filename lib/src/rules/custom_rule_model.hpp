@@ -61,7 +61,7 @@ struct RuleRecords {
 };
 
 // Steps from the framework timeline's Step:ModeKeys.* events (a step still open, of no length, is
-// left out); with `with_functions`, each step's function times from input.profile_dir's samples
+// left out); with `with_functions`, each step's function times from input.profile's samples
 // of the step's process, and while a recording runs (`live`) whether those are all written yet.
 RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, bool live);
 

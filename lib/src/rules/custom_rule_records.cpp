@@ -11,7 +11,6 @@
 #include <spdlog/spdlog.h>
 
 #include "rules/custom_rule_model.hpp"
-#include "sprof/profile_samples.hpp"
 
 namespace sprof::rules {
 namespace {
@@ -104,13 +103,13 @@ RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, b
   std::stable_sort(records.ticks.begin(), records.ticks.end(),
                    [](const SystemTick& a, const SystemTick& b) { return a.timestamp_us < b.timestamp_us; });
 
-  if (!with_functions || input.profile_dir.empty() || records.steps.empty()) return records;
-  auto samples = store::load_profile_samples(input.profile_dir);
+  if (!with_functions || !input.profile || records.steps.empty()) return records;
+  auto samples = input.profile->samples();
   std::set<int64_t> logged;
-  if (samples.ok() && samples->manifest) {
-    records.samples = !samples->processes.empty();
-    int64_t offset = samples->manifest->epoch_offset_ns();
-    for (const auto& process : samples->processes) {
+  if (samples.ok() && (*samples)->manifest) {
+    records.samples = !(*samples)->processes.empty();
+    int64_t offset = (*samples)->manifest->epoch_offset_ns();
+    for (const auto& process : (*samples)->processes) {
       std::vector<StepRecord*> mine;
       for (auto& step : records.steps) {
         if (step.pid == process.log.pid()) mine.push_back(&step);

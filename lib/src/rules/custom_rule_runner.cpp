@@ -10,7 +10,6 @@
 
 #include "rules/custom_rule_model.hpp"
 #include "rules/rule_program.hpp"
-#include "sprof/manifest.hpp"
 #include "sprof/markup.hpp"
 #include "common/json_text.hpp"
 
@@ -126,10 +125,12 @@ RuleResult disabled_result(const ProgramRule& rule, const std::string& why) {
 }
 
 json start_record(const RulesInput& input, const ProgramRule& rule, bool live) {
-  json start = {{"type", "start"}, {"rule", rule.name}, {"live", live}, {"profile", input.profile_dir.string()}};
-  if (input.profile_dir.empty()) return start;
-  auto manifest = store::read_manifest(input.profile_dir);
-  if (!manifest.ok()) return start;
+  json start = {{"type", "start"}, {"rule", rule.name}, {"live", live},
+                {"profile", input.profile ? input.profile->dir().string() : std::string()}};
+  if (!input.profile) return start;
+  auto read = input.profile->manifest();
+  if (!read.ok()) return start;
+  const store::Manifest* manifest = *read;
   start["command"] = manifest->command;
   start["host"] = manifest->host;
   start["pid"] = manifest->target_pid;

@@ -10,13 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/custom_rules.hpp"
-#include "sprof/manifest_sections.hpp"
-#include "sprof/profile_files.hpp"
 #include "rules/breakdown.hpp"
 #include "rules/gpu_utilization.hpp"
 #include "rules/registry.hpp"
-#include "sprof/layout.hpp"
-#include "sprof/manifest.hpp"
 
 namespace fs = std::filesystem;
 
@@ -42,33 +38,26 @@ std::string report_json(const RuleResult& result) {
   return report.dump();
 }
 
-Result<RulesInput> load_rules_input(const fs::path& profile_dir) {
-  SPROF_TRY_STATUS(store::check_directory(profile_dir));
-  store::ProfileContents contents = store::detect(profile_dir);
-  if (!contents.rule_data()) {
+Result<RulesInput> load_rules_input(const query::Profile& profile) {
+  if (!profile.contents().rule_data()) {
     return make_error(ErrorKind::bad_input, "{} is not a profile directory (it has neither system/ nor framework/)",
-                      profile_dir.string());
+                      profile.dir().string());
   }
   RulesInput input;
-  input.profile_dir = profile_dir;
-  SPROF_TRY(input.system, store::read_system_metrics(profile_dir));
-  SPROF_TRY(auto traces, store::read_trace_events(profile_dir));
-  input.framework = std::move(traces.events);
-  input.warnings = std::move(traces.warnings);
-  input.system_hosts = store::system_node_hosts(profile_dir);
-  add_kernel_utilization(profile_dir, input);
-  return input;
-}
-
-void add_kernel_utilization(const fs::path& profile_dir, RulesInput& input) {
-  fs::path gpu_dir = profile_dir / "gpu";
-  if (store::files_for(gpu_dir).kind(gpu_dir) != store::FileKind::directory || has_dimension(input, "GPUUtilization")) {
-    return;
+  input.profile = profile;
+  SPROF_TRY(auto system, profile.system_metrics());
+  input.system = *system;
+  SPROF_TRY(auto traces, profile.trace_events());
+  input.framework = traces->events;
+  input.warnings = traces->warnings;
+  input.system_hosts = profile.system_hosts();
+  // GPUUtilization from the kernels, when NVML gave none; `sprof gpu` and analyze say why a
+  // trace or manifest could not be read.
+  if (profile.contents().gpu && !has_dimension(input, "GPUUtilization")) {
+    auto trace = profile.gpu_activity();
+    if (trace.ok() && profile.manifest().ok()) add_kernel_utilization(**trace, profile.epoch_offset_ns(), input);
   }
-  auto trace = store::read_gpu_activity(profile_dir);
-  auto manifest = store::read_manifest(profile_dir);
-  if (!trace.ok() || !manifest.ok()) return;  // `sprof gpu` and analyze say why
-  add_kernel_utilization(*trace, manifest->epoch_offset_ns(), input);
+  return input;
 }
 
 void add_kernel_utilization(const store::GpuTrace& trace, int64_t epoch_offset_ns, RulesInput& input) {

@@ -19,6 +19,7 @@
 
 #include "launch/proc.hpp"
 #include "sprof/manifest.hpp"
+#include "sprof/open_profile.hpp"
 #include "sprof/rule_watch.hpp"
 #include "sprof/step_timeline.hpp"
 #include "sprof/step_trace.hpp"
@@ -158,12 +159,15 @@ struct RuleWatch::Impl {
   // the steps from the markers written as smdebug's step trace into a scratch directory.
   Result<rules::RulesInput> input_so_far() {
     rules::RulesInput input;
-    input.profile_dir = dir;
-    SPROF_TRY(input.system, store::read_system_metrics(dir));
-    SPROF_TRY(store::Manifest manifest, store::read_manifest(dir));
+    // Opened afresh each time: the recording goes on writing.
+    SPROF_TRY(input.profile, query::Profile::open(dir));
+    SPROF_TRY(auto system, input.profile->system_metrics());
+    input.system = *system;
+    SPROF_TRY(const store::Manifest* manifest, input.profile->manifest());
+    // No process exits yet: steps still open stay open.
     SPROF_TRY(timeline::StepTimeline steps, timeline::build_profile_timeline(dir, nullptr));
     SPROF_TRY(TempDir scratch, TempDir::create("sprof-rules-"));
-    auto written = timeline::write_step_trace(scratch.path(), manifest, steps);
+    auto written = timeline::write_step_trace(scratch.path(), *manifest, steps);
     auto trace = written.ok() ? store::read_trace_events(scratch.path()) : Result<store::TraceReadResult>(written.error());
     if (!trace.ok()) return std::move(trace).error();
     input.framework = std::move(trace->events);
@@ -404,7 +408,8 @@ Status RuleWatch::on_finish(const fs::path& /*output_dir*/, store::Manifest& man
   if (m.worker.joinable()) m.worker.join();
   if (m.stopper.joinable()) m.stopper.join();
   // The finished profile, as `sprof rules` reads it.
-  auto input = rules::load_rules_input(m.dir);
+  auto profile = query::Profile::open(m.dir);
+  auto input = profile.ok() ? rules::load_rules_input(*profile) : Result<rules::RulesInput>(profile.error());
   if (input.ok()) {
     m.run_once(*input, true);
   } else {

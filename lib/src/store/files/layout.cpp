@@ -32,6 +32,7 @@ ProfileContents detect(const fs::path& dir) {
   c.markers = files.kind(dir / kMarkersLog) != FileKind::missing;
   c.framework = files.kind(dir / kFrameworkDir) == FileKind::directory;
   c.system = files.kind(dir / kSystemDir) == FileKind::directory;
+  c.gpu = files.kind(dir / kGpuDir) == FileKind::directory;
   return c;
 }
 

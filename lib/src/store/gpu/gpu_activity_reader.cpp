@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sprof/gpu_trace.hpp"
+#include "sprof/layout.hpp"
 #include "sprof/profile_files.hpp"
 #include "store/codecs/crc32.hpp"
 #include "store/gpu/gpu_activity_format.hpp"
@@ -365,7 +366,7 @@ Status parse_gpu_activity(std::string_view data, const std::string& source, GpuT
 Result<GpuTrace> read_gpu_activity(const fs::path& profile_dir) {
   GpuTrace trace;
   trace.clock = "monotonic";
-  fs::path dir = profile_dir / "gpu";
+  fs::path dir = profile_dir / kGpuDir;
   const ProfileFiles& files = files_for(dir);
   if (files.kind(dir) != FileKind::directory) return trace;
   auto entries = files.list(dir);
