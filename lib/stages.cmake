@@ -48,7 +48,8 @@ sprof_stage(rules DEPS bootstrap query
 sprof_stage(watch DEPS launch query rules store timeline
   HEADERS rule_watch)
 sprof_stage(report DEPS query remote rules store timeline
-  HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff profile_tables report_views sample_report)
+  HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff profile_export profile_tables report_views
+  sample_report)
 sprof_stage(render DEPS live pyframes query report rules store
   HEADERS top_render analyze_render diff_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
           text_table)

@@ -4,15 +4,13 @@
 #include <optional>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "query_args.hpp"
-#include "sprof/chrome_trace.hpp"
 #include "sprof/file_bytes.hpp"
-#include "sprof/gpu_trace.hpp"
 #include "sprof/gzip.hpp"
 #include "sprof/open_profile.hpp"
+#include "sprof/profile_export.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/profile_tables.hpp"
 #include "sprof/s3.hpp"
@@ -63,21 +61,6 @@ Result<std::optional<std::vector<query::SampleWindow>>> selected_windows(const E
   return std::optional<std::vector<query::SampleWindow>>{std::move(windows)};
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-Result<std::string> format_for(const ExportFlags& flags) {
-  if (!flags.format.empty()) return flags.format == "raw" ? std::string("collapsed") : flags.format;
-  const std::string& o = flags.output;
-  if (ends_with(o, ".speedscope.json")) return std::string("speedscope");
-  if (ends_with(o, ".svg")) return std::string("flamegraph");
-  if (ends_with(o, ".json") || ends_with(o, ".json.gz")) return std::string("chrome");
-  if (ends_with(o, ".folded") || ends_with(o, ".collapsed") || ends_with(o, ".txt")) return std::string("collapsed");
-  return make_error(ErrorKind::usage, "export: give -f collapsed, -f speedscope, -f flamegraph or -f chrome{}",
-                    o == "-" ? "" : fmt::format(" (cannot tell from the name {})", o));
-}
-
 // -f tables: the whole profile as tables for SQL engines, into a directory or s3://bucket/prefix.
 Result<int> export_tables(const ExportFlags& f) {
   if (f.output == "-") return make_error(ErrorKind::usage, "-f tables: give -o DIR or -o s3://bucket/prefix for the tables");
@@ -125,57 +108,19 @@ void add_export(CLI::App& app, CommandList& commands) {
                   "-f tables: the job's name in the tables (default: the directory's name and its start time, UTC)");
 
   commands.push_back({sub, [flags]() -> Result<int> {
-    SPROF_TRY(std::string format, format_for(*flags));
+    SPROF_TRY(std::string format, report::export_format(flags->format, flags->output));
     if (format == "tables") return export_tables(*flags);
-    SPROF_TRY(query::Profile opened, query::Profile::open(flags->dir));
-    SPROF_TRY(const store::ProfileSamples* samples, opened.samples());
-    const store::ProfileSamples& profile = *samples;
-    const report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
-    query::SampleFilter filter = report::time_view_filter(view, profile);
-    filter.gil_only = flags->gil;
-    SPROF_TRY(filter.windows, selected_windows(*flags, opened));
-    if (flags->pid != 0) {
-      filter.pid = flags->pid;
-      bool known = std::any_of(profile.processes.begin(), profile.processes.end(),
-                               [&](const auto& p) { return p.log.pid() == flags->pid; });
-      if (!known) return make_error(ErrorKind::usage, "--pid {}: no samples of that process in {}", flags->pid, flags->dir);
-    }
-    std::string text;
-    std::string what;
-    if (format == "chrome") {
-      SPROF_TRY(const store::GpuTrace* gpu, opened.gpu_activity());
-      for (const std::string& warning : gpu->warnings) spdlog::warn("{}", warning);
-      auto timeline = opened.step_timeline();
-      if (!timeline.ok()) spdlog::warn("{}", timeline.error().message);
-      report::ChromeTraceParts parts;
-      parts.samples = &profile;
-      parts.gpu = gpu;
-      parts.steps = timeline.ok() ? *timeline : nullptr;
-      parts.filter = filter;
-      if (filter.windows && !filter.windows->empty()) {
-        int64_t first = INT64_MAX, last = INT64_MIN;
-        for (const auto& w : *filter.windows) {
-          first = std::min(first, w.begin_ns);
-          last = std::max(last, w.end_ns);
-        }
-        parts.range_ns = std::make_pair(first, last);
-      }
-      if (profile.manifest) parts.epoch_offset_ns = profile.manifest->epoch_offset_ns();
-      report::ChromeTraceCounts counts = report::write_chrome_trace(parts, text);
-      what = fmt::format("{} events: {} Python slices, {} steps, {} GPU operations, {} CUDA calls", counts.events,
-                         counts.python_slices, counts.steps, counts.gpu_ops, counts.api_calls);
-      if (counts.annotations > 0) what += fmt::format(", {} tasks, markers and counters", counts.annotations);
-      what += "; Python slices: " + view.describe();
-    } else {
-      std::string title = !flags->title.empty()
-                              ? flags->title
-                              : fmt::format("{}: {}{}{}", flags->dir, view.describe(), flags->gil ? ", GIL holders" : "",
-                                            flags->pid != 0 ? fmt::format(", pid {}", flags->pid) : "");
-      uint64_t written = report::write_stacks(*report::parse_stack_format(format), profile, filter, title, text);
-      if (written == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", view.describe());
-      what = fmt::format("{} samples, {}", written, view.describe());
-    }
-    if (flags->gzip || ends_with(flags->output, ".gz")) text = store::gzip(text);
+    SPROF_TRY(query::Profile profile, query::Profile::open(flags->dir));
+    report::ExportRequest request;
+    request.format = format;
+    request.view = report::TimeView{flags->on_cpu, flags->all_threads || flags->idle};
+    request.gil_only = flags->gil;
+    request.pid = flags->pid;
+    request.title = flags->title;
+    SPROF_TRY(request.windows, selected_windows(*flags, profile));
+    SPROF_TRY(report::ExportedProfile exported, report::export_profile(profile, request));
+    std::string& text = exported.text;
+    if (flags->gzip || flags->output.ends_with(".gz")) text = store::gzip(text);
     if (flags->output == "-") {
       fmt::print("{}", text);
       std::fflush(stdout);
@@ -183,7 +128,7 @@ void add_export(CLI::App& app, CommandList& commands) {
     }
     // A temporary file renamed over the old one: a full disk or a kill leaves the old one whole.
     SPROF_TRY_STATUS(store::write_file_atomically(flags->output, text));
-    if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({})\n", flags->output, what);
+    if (!global_options().quiet) fmt::print(stderr, "sprof: wrote {} ({})\n", flags->output, exported.what);
     return 0;
   }});
 }

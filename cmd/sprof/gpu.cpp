@@ -32,8 +32,6 @@ struct GpuFlags {
   FormatOptions format;
 };
 
-const std::vector<std::string> kViews = {"kernels", "memcpy", "api", "idle", "breakdown", "launch", "overlap", "callsites"};
-
 Result<report::GpuSelection> selection_from(const GpuFlags& f, const report::GpuInput& input) {
   report::GpuSelection selection;
   if (f.device >= 0) {
@@ -60,38 +58,6 @@ Result<report::GpuSelection> selection_from(const GpuFlags& f, const report::Gpu
   return selection;
 }
 
-Result<render::GpuTable> view_table(const GpuFlags& f, const report::GpuInput& input, const report::GpuSelection& s) {
-  const size_t outliers = f.limit > 0 ? f.limit : 10;
-  if (f.view == "kernels") return render::kernels_table(report::kernel_summary(input, s));
-  if (f.view == "memcpy") return render::memory_table(report::memory_summary(input, s));
-  if (f.view == "api") return render::api_table(report::api_summary(input, s));
-  if (f.view == "idle") {
-    int64_t wait_ns = f.kernel_wait_ns >= 0 ? f.kernel_wait_ns : int64_t(std::llround(f.kernel_wait_us * 1000.0));
-    return render::idle_table(report::idle_breakdown(input, s, wait_ns));
-  }
-  if (f.view == "breakdown") {
-    if (f.per_step && input.steps.empty()) return make_error(ErrorKind::usage, "--per-step: {} has no steps", f.path);
-    return render::breakdown_table(report::temporal_breakdown(input, s, f.per_step));
-  }
-  if (f.view == "launch") {
-    report::LaunchOptions options;
-    options.hta_scope = f.launch_scope == "hta";
-    options.runtime_cutoff_ns = int64_t(std::llround(f.runtime_cutoff_us * 1000.0));
-    options.launch_delay_cutoff_ns = int64_t(std::llround(f.launch_delay_cutoff_us * 1000.0));
-    options.outliers = outliers;
-    return render::launch_table(report::launch_summary(input, s, options), options);
-  }
-  if (f.view == "callsites") {
-    report::CallSiteOptions options;
-    options.leaf = f.leaf;
-    options.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
-    SPROF_TRY(auto sites, report::call_sites(input, s, options));
-    if (f.limit > 0 && sites.size() > f.limit) sites.resize(f.limit);
-    return render::callsites_table(sites);
-  }
-  return render::overlap_table(report::overlap_summary(input, s));
-}
-
 Result<int> run_gpu(const GpuFlags& f) {
   SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path, f.load));
   for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
@@ -102,26 +68,21 @@ Result<int> run_gpu(const GpuFlags& f) {
     }
   }
   SPROF_TRY(report::GpuSelection selection, selection_from(f, input));
-  SPROF_TRY(render::GpuTable table, view_table(f, input, selection));
-  // --limit keeps the first rows (the views sort by what matters most); launch uses it for
-  // outliers, callsites for sites (each with its kernels).
-  if (f.limit > 0 && f.view != "launch" && f.view != "callsites" && table.rows.size() > f.limit) {
-    table.rows.resize(f.limit);
-    table.json.erase(table.json.begin() + std::ptrdiff_t(f.limit), table.json.end());
-  }
+  render::GpuViewOptions options;
+  options.view = f.view;
+  options.per_step = f.per_step;
+  options.limit = f.limit;
+  options.kernel_wait_ns = f.kernel_wait_ns >= 0 ? f.kernel_wait_ns : int64_t(std::llround(f.kernel_wait_us * 1000.0));
+  options.launch.hta_scope = f.launch_scope == "hta";
+  options.launch.runtime_cutoff_ns = int64_t(std::llround(f.runtime_cutoff_us * 1000.0));
+  options.launch.launch_delay_cutoff_ns = int64_t(std::llround(f.launch_delay_cutoff_us * 1000.0));
+  options.call_sites.leaf = f.leaf;
+  options.call_sites.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
+  SPROF_TRY(render::GpuTable table, render::gpu_view_table(input, selection, options, f.path));
   switch (f.format.resolved()) {
     case OutputFormat::json: {
       Json doc = json_document("gpu");
-      doc["path"] = f.path;
-      doc["view"] = f.view;
-      doc["clock"] = input.trace.clock;
-      Json devices = Json::array();
-      for (const auto& d : input.trace.devices) {
-        devices.push_back(Json{{"id", d.id}, {"name", d.name}, {"uuid", d.uuid}, {"sm_count", d.sm_count},
-                               {"global_memory_bytes", d.global_memory_bytes}});
-      }
-      doc["devices"] = std::move(devices);
-      doc["rows"] = std::move(table.json);
+      render::add_gpu_view_json(input, f.path, f.view, std::move(table), doc);
       print_json(doc);
       return 0;
     }
@@ -133,17 +94,7 @@ Result<int> run_gpu(const GpuFlags& f) {
     }
     case OutputFormat::table: break;
   }
-  if (table.rows.empty()) {
-    fmt::print("no GPU {} in the selection\n", f.view == "api" ? "API calls" : "work");
-    return 0;
-  }
-  render::TextTable text(table.headers);
-  for (auto& row : table.rows) {
-    std::vector<render::TableCell> cells;
-    for (auto& cell : row) cells.push_back({std::move(cell), ""});
-    text.add_row(std::move(cells));
-  }
-  fmt::print("{}{}", render::gpu_trace_header(input.trace), text.render(global_options().color_enabled, terminal_width()));
+  fmt::print("{}", render::gpu_view_text(input, f.view, std::move(table), global_options().color_enabled, terminal_width()));
   return 0;
 }
 
@@ -156,7 +107,7 @@ void add_gpu(CLI::App& app, CommandList& commands) {
   add_profile_argument(sub, "path", f->path, "Profile directory, or a Chrome trace (.json, .json.gz)")->required();
   sub->add_option("view", f->view, "kernels | memcpy | api | idle | breakdown | launch | overlap | callsites")
       ->required()
-      ->check(CLI::IsMember(kViews));
+      ->check(CLI::IsMember(render::kGpuViews));
   sub->add_option("--device", f->device, "Only this device (the process's CUDA ordinal)")->check(CLI::NonNegativeNumber);
   add_run_selection_options(sub, f->run, "GPU work");
   sub->add_flag("--per-step", f->per_step, "breakdown: one row per device and step");

@@ -32,4 +32,28 @@ GpuTable callsites_table(const std::vector<report::CallSite>& rows);
 // A header block for a GPU view: devices (name, SMs, memory), processes (rank), trace span.
 std::string gpu_trace_header(const store::GpuTrace& trace);
 
+// `sprof gpu VIEW`: which view and its knobs.
+inline const std::vector<std::string> kGpuViews = {"kernels", "memcpy", "api",    "idle",
+                                                   "breakdown", "launch", "overlap", "callsites"};
+struct GpuViewOptions {
+  std::string view;  // one of kGpuViews
+  bool per_step = false;                 // breakdown: per device and step
+  size_t limit = 0;                      // at most this many rows (launch: outliers per device, 10 when 0)
+  int64_t kernel_wait_ns = 30'000;       // idle: shorter gaps are kernel wait
+  report::LaunchOptions launch;          // launch (its `outliers` is set from `limit`)
+  report::CallSiteOptions call_sites;    // callsites
+};
+// The view's table of `input`'s work in `selection`, `limit` applied (the views sort by what
+// matters most; callsites keep that many sites, each with its kernels). A view that needs steps
+// or samples the input lacks is a usage error naming `path`.
+Result<GpuTable> gpu_view_table(const report::GpuInput& input, const report::GpuSelection& selection,
+                                const GpuViewOptions& options, const std::string& path);
+// The view as the JSON document's fields: path, view, clock, devices, rows.
+void add_gpu_view_json(const report::GpuInput& input, const std::string& path, const std::string& view, GpuTable table,
+                       nlohmann::ordered_json& doc);
+// The view as text: the trace's header and the table fitted to `width` columns (0: no limit), or
+// a line saying the selection holds no work.
+std::string gpu_view_text(const report::GpuInput& input, const std::string& view, GpuTable table, bool color,
+                          size_t width);
+
 }  // namespace sprof::render
