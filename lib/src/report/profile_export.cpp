@@ -13,10 +13,6 @@
 namespace sprof::report {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The Python stacks, steps and GPU work of the selected processes and windows.
 Result<ExportedProfile> export_chrome(const query::Profile& profile, const store::ProfileSamples& samples,
                                       const query::SampleFilter& filter, const ExportRequest& request) {
@@ -51,10 +47,10 @@ Result<ExportedProfile> export_chrome(const query::Profile& profile, const store
 
 Result<std::string> export_format(std::string_view format, std::string_view output) {
   if (!format.empty()) return format == "raw" ? std::string("collapsed") : std::string(format);
-  if (ends_with(output, ".speedscope.json")) return std::string("speedscope");
-  if (ends_with(output, ".svg")) return std::string("flamegraph");
-  if (ends_with(output, ".json") || ends_with(output, ".json.gz")) return std::string("chrome");
-  if (ends_with(output, ".folded") || ends_with(output, ".collapsed") || ends_with(output, ".txt")) {
+  if (output.ends_with(".speedscope.json")) return std::string("speedscope");
+  if (output.ends_with(".svg")) return std::string("flamegraph");
+  if (output.ends_with(".json") || output.ends_with(".json.gz")) return std::string("chrome");
+  if (output.ends_with(".folded") || output.ends_with(".collapsed") || output.ends_with(".txt")) {
     return std::string("collapsed");
   }
   return make_error(ErrorKind::usage, "export: give -f collapsed, -f speedscope, -f flamegraph or -f chrome{}",
