@@ -14,7 +14,7 @@
 # tests/integration/test_layering.py checks the trees: every stage compiles its allowed headers and none other.
 
 sprof_stage(common
-  HEADERS clock demangle markup modes result temp_dir version)
+  HEADERS clock closest_name demangle logging markup modes result temp_dir version)
 sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common FOLDERS codecs files gpu manifest markers pstats samples system traces
@@ -42,7 +42,7 @@ sprof_stage(intervals DEPS launch store timeline
 sprof_stage(record DEPS bootstrap gpu intervals launch pyframes remote sampler store sysmon timeline window
   HEADERS recorder)
 sprof_stage(query DEPS intervals store timeline
-  HEADERS open_profile query sample_filter sampled_profile stats_source)
+  HEADERS open_profile query run_selection sample_filter sampled_profile stats_selection stats_source)
 sprof_stage(rules DEPS bootstrap query
   HEADERS custom_rules iterations rules)
 sprof_stage(watch DEPS launch query rules store timeline
@@ -50,7 +50,7 @@ sprof_stage(watch DEPS launch query rules store timeline
 sprof_stage(report DEPS query remote rules store timeline
   HEADERS analyze chrome_trace diff_stats gpu_report marker_stats profile_diff profile_export profile_tables report_views
   sample_report)
-sprof_stage(render DEPS live pyframes query report rules store
+sprof_stage(render DEPS launch live pyframes query record remote report rules store
   HEADERS top_render analyze_render diff_render dump_render gpu_render marker_stats_render pstats_table record_render rules_render stats_render
           text_table)
 sprof_stage(traces DEPS launch report store timeline

@@ -10,10 +10,8 @@
 #include "fail_on.hpp"
 #include "sprof/analyze_render.hpp"
 #include "sprof/open_profile.hpp"
-#include "sprof/report_views.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
-#include "sprof/file_bytes.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -34,13 +32,10 @@ struct AnalyzeCommandOptions {
 };
 
 Status write_html(const query::Profile& profile, const report::AnalyzeReport& report, const std::string& path) {
-  SPROF_TRY(report::ReportViews views, report::report_views(profile, report, report::ReportViewOptions{}));
-  const std::string page = render::analyze_html(report, views);
-  // A temporary file renamed over the old report: a full disk or a kill leaves the old one whole.
-  SPROF_TRY_STATUS(store::write_file_atomically(path, page));
+  SPROF_TRY(render::WrittenPage page, render::write_analyze_html(profile, report, path));
   if (!global_options().quiet) {
     fmt::print(stderr, "sprof: wrote {} ({:.1f} MB: {} flame graphs, {} steps)\n", path,
-               static_cast<double>(page.size()) / 1e6, views.flames.size(), report.steps.size());
+               static_cast<double>(page.bytes) / 1e6, page.flame_graphs, report.steps.size());
   }
   return {};
 }
@@ -62,7 +57,7 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   SPROF_TRY(auto custom, rules::CustomRuleSet::load(options.custom));
   SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
   SPROF_TRY(auto report, report::analyze(profile, analyze_options_of(options, *custom)));
-  SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, report.rules));
+  SPROF_TRY(auto fail_on, rules::parse_fail_on(options.fail_on, report.rules));
   if (!options.html.empty()) SPROF_TRY_STATUS(write_html(profile, report, options.html));
   if (options.json || options.format == "json") {
     fmt::print("{}", render::analyze_json(report));

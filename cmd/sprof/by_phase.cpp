@@ -2,7 +2,6 @@
 // fetch_profile_stats_by_job_phase (--job-phase).
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "sprof/stats_render.hpp"
@@ -51,56 +50,12 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     if (!options.query.format.given()) return 0;
   }
 
-  std::string text;
-  switch (options.query.format.resolved()) {
-    case OutputFormat::json: {
-      Json doc = json_document("by-phase");
-      doc["profile_dir"] = options.query.profile.profile_dir;
-      doc["node_id"] = node.node_id;
-      doc["query"]["group_by"] = options.training_phase ? "training_phase" : "job_phase";
-      if (options.job_phase) doc["query"]["compat"] = options.compat;
-      append_source_json(doc, *source);
-      doc["warnings"] = render::problems_json(index.problems);
-      Json phases = Json::array();
-      for (const query::PhaseAggregate& r : results) {
-        Json j;
-        j["name"] = r.name;
-        if (r.training != nullptr) {
-          j["start_mode"] = sprof::to_string(r.training->start_mode);
-          j["end_mode"] = sprof::to_string(r.training->end_mode);
-        }
-        j["parts"] = r.parts;
-        render::append_aggregate_json(j, r.aggregate, options.query.table);
-        phases.push_back(std::move(j));
-      }
-      doc["phases"] = std::move(phases);
-      print_json(doc);
-      return 0;
-    }
-    case OutputFormat::csv:
-      for (size_t i = 0; i < results.size(); ++i) {
-        text += render::aggregate_csv(results[i].aggregate, options.query.table, {"phase"}, {results[i].name},
-                              i == 0);
-      }
-      if (results.empty()) text = render::csv_line({"phase"});
-      break;
-    case OutputFormat::table:
-      text = fmt::format("Node {}: {} {}\n", node.node_id, results.size(),
-                         options.training_phase ? "training phases" : "job phases");
-      for (const query::PhaseAggregate& r : results) {
-        text += fmt::format("\n=== {}", r.name);
-        if (options.job_phase) {
-          text += fmt::format(" ({})", r.parts.empty() ? "no stats" : fmt::format("{}", fmt::join(r.parts, ", ")));
-        }
-        text += fmt::format(": {} {}\n", r.aggregate.used.size(), source->sampled() ? "intervals" : "stats files");
-        if (!r.aggregate.used.empty()) {
-          text += render::aggregate_time_note(r.aggregate);
-          text += "\n" + render::aggregate_table(r.aggregate, options.query.table);
-        }
-      }
-      break;
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  render::PhasesAnswer answer{options.query.profile.profile_dir, node.node_id, options.training_phase, options.compat,
+                              &results};
+  print_answer(options.query.format, "by-phase",
+               {[&](Json& doc) { render::append_phases_json(doc, answer, *source, options.query.table); },
+                [&] { return render::phases_csv(answer, options.query.table); },
+                [&] { return render::phases_text(answer, *source, options.query.table); }});
   return 0;
 }
 

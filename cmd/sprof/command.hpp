@@ -40,6 +40,8 @@ struct Command {
 using CommandList = std::vector<Command>;
 
 const GlobalOptions& global_options();
+// Whether progress lines are drawn: stderr is a terminal and -q was not given.
+bool progress_shown();
 
 // A positional argument that names a profile: a directory, or s3://bucket/prefix, which main()
 // mounts before the command runs (sprof/s3.hpp) so that the command reads it as a directory.

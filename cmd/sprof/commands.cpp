@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sprof/closest_name.hpp"
+
 namespace sprof::cli {
 
 void accept_command(CLI::App* sub) {
@@ -72,41 +74,6 @@ size_t command_start(const CLI::App& app, const std::vector<std::string>& args) 
 
 namespace {
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The closest of `names` to `word`: within 2 edits (a third of the word for short ones), or the
-// one it is a prefix of; "" when none is close.
-std::string closest(const std::string& word, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(1, std::min<size_t>(2, word.size() / 3)) + 1;
-  for (const auto& name : names) {
-    size_t d = edit_distance(word, name);
-    if (d < best_distance) {
-      best_distance = d;
-      best = name;
-    }
-  }
-  if (best.empty()) {
-    for (const auto& name : names) {
-      if (word.size() >= 3 && name.rfind(word, 0) == 0) return name;
-    }
-  }
-  return best;
-}
-
 std::vector<std::string> option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
@@ -125,7 +92,7 @@ std::string unknown_subcommand_message(const CLI::App& app, const std::vector<st
   if (at == args.size() || subcommand_named(app, args[at]) != nullptr) return "";
   std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
-  std::string near = closest(args[at], names);
+  std::string near = closest_name(args[at], names);
   return fmt::format("'{}' is not a sprof command{}; see sprof --help", args[at],
                      near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near));
 }
@@ -142,7 +109,7 @@ std::string unknown_options_message(const CLI::App& app) {
         continue;
       }
       std::string name = extra.substr(0, extra.find('='));
-      std::string near = closest(name, known);
+      std::string near = closest_name(name, known);
       parts.push_back(fmt::format("unknown option {}{}", name, near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
     }
   }

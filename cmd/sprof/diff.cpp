@@ -30,69 +30,17 @@ struct DiffFlags {
 };
 
 // "A-B", "A-" or "A": the mode's steps A to B, inclusive.
-Status parse_steps(const std::string& flag, const std::string& text, report::DiffSideInput& side) {
-  if (text.empty()) return {};
-  auto number = [&](const std::string& part) -> Result<int64_t> {
-    size_t used = 0;
-    int64_t value = 0;
-    try {
-      value = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != part.size() || value < 0) {
-      return make_error(ErrorKind::usage, "{} {}: give steps as FIRST-LAST, FIRST- or STEP (numbers of the mode's steps)", flag, text);
-    }
-    return value;
-  };
-  size_t dash = text.find('-');
-  SPROF_TRY(int64_t first, number(text.substr(0, dash)));
-  side.first_step = first;
-  if (dash == std::string::npos) {
-    side.last_step = first;
-  } else if (dash + 1 < text.size()) {
-    SPROF_TRY(int64_t last, number(text.substr(dash + 1)));
-    if (last < first) return make_error(ErrorKind::usage, "{} {}: the last step comes before the first", flag, text);
-    side.last_step = last;
-  }
-  return {};
-}
-
-Result<report::RegressionThresholds> thresholds_of(const DiffFlags& f) {
-  report::RegressionThresholds t;
-  if (f.fail_on_regression) t.step = t.iteration = t.input_wait = t.function = t.kernel = *f.fail_on_regression;
-  for (const std::string& spec : f.thresholds) {
-    size_t eq = spec.find('=');
-    std::string kind = spec.substr(0, eq);
-    double value = 0;
-    size_t used = 0;
-    try {
-      if (eq != std::string::npos) value = std::stod(spec.substr(eq + 1), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    std::optional<double>* slot = kind == "step" ? &t.step : kind == "iteration" ? &t.iteration : kind == "input_wait" ? &t.input_wait
-                                  : kind == "function" ? &t.function : kind == "kernel" ? &t.kernel : nullptr;
-    if (slot == nullptr || eq == std::string::npos || used == 0 || used != spec.size() - eq - 1 || value < 0) {
-      return make_error(ErrorKind::usage, "--threshold {}: give KIND=PERCENT, KIND one of step, iteration, input_wait, "
-                        "function, kernel", spec);
-    }
-    *slot = value;
-  }
-  return t;
-}
-
 Result<int> run_diff(const DiffFlags& f) {
   report::DiffOptions options;
   options.base.path = f.base;
   options.next.path = f.next;
   options.mode = mode_from_name(f.mode);
-  SPROF_TRY_STATUS(parse_steps("--base-steps", f.base_steps, options.base));
-  SPROF_TRY_STATUS(parse_steps("--new-steps", f.new_steps, options.next));
+  SPROF_TRY_STATUS(report::parse_diff_steps("--base-steps", f.base_steps, options.base));
+  SPROF_TRY_STATUS(report::parse_diff_steps("--new-steps", f.new_steps, options.next));
   options.confidence = f.confidence;
   options.time_view.on_cpu = f.on_cpu;
   options.time_view.all_threads = f.all_threads;
-  SPROF_TRY(report::RegressionThresholds thresholds, thresholds_of(f));
+  SPROF_TRY(report::RegressionThresholds thresholds, report::parse_thresholds(f.fail_on_regression, f.thresholds));
   SPROF_TRY(report::ProfileDiff diff, report::diff_profiles(options));
   std::vector<report::Regression> found = report::regressions(diff, thresholds);
   if (!f.html.empty()) {

@@ -31,35 +31,9 @@ struct ExportFlags {
   bool gil = false;
   bool gzip = false;
   std::string title;
-  RunSelectionFlags run;
+  query::RunSelectionText run;
   std::string job;  // -f tables
 };
-
-// --mode/--start-step/--end-step or --start-time/--end-time: the samples' windows, per process.
-Result<std::optional<std::vector<query::SampleWindow>>> selected_windows(const ExportFlags& f,
-                                                                         const query::Profile& opened) {
-  SPROF_TRY(const store::ProfileSamples* samples, opened.samples());
-  const store::ProfileSamples& profile = *samples;
-  SPROF_TRY_STATUS(check_run_selection(f.run));
-  if (!f.run.steps() && !f.run.times()) return std::optional<std::vector<query::SampleWindow>>{};
-  if (!profile.manifest) return make_error(ErrorKind::usage, "{}: no sprof.json, so steps and times cannot select samples", f.dir);
-  std::vector<query::SampleWindow> windows;
-  if (f.run.steps()) {
-    SPROF_TRY(StepSelection steps, parse_step_selection(f.run));
-    SPROF_TRY(const timeline::StepTimeline* timeline, opened.step_timeline());
-    windows = query::step_windows(*timeline, steps.mode, steps.first, steps.last);
-    if (windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.dir);
-  } else {
-    SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
-    const store::Manifest& m = *profile.manifest;
-    auto to_ns = [&m](double us) { return static_cast<int64_t>(us * 1000.0) - m.epoch_offset_ns(); };
-    std::vector<int32_t> pids;
-    for (const auto& p : profile.processes) pids.push_back(p.log.pid());
-    windows = query::time_windows(pids, times.start_us ? to_ns(*times.start_us) : INT64_MIN,
-                                  times.end_us ? to_ns(*times.end_us) : INT64_MAX);
-  }
-  return std::optional<std::vector<query::SampleWindow>>{std::move(windows)};
-}
 
 // -f tables: the whole profile as tables for SQL engines, into a directory or s3://bucket/prefix.
 Result<int> export_tables(const ExportFlags& f) {
@@ -117,7 +91,8 @@ void add_export(CLI::App& app, CommandList& commands) {
     request.gil_only = flags->gil;
     request.pid = flags->pid;
     request.title = flags->title;
-    SPROF_TRY(request.windows, selected_windows(*flags, profile));
+    SPROF_TRY(query::RunSelection run, query::parse_run_selection(flags->run));
+    SPROF_TRY(request.windows, query::selected_sample_windows(profile, run, flags->dir));
     SPROF_TRY(report::ExportedProfile exported, report::export_profile(profile, request));
     std::string& text = exported.text;
     if (flags->gzip || flags->output.ends_with(".gz")) text = store::gzip(text);

@@ -18,7 +18,7 @@ struct GpuFlags {
   std::string path;
   std::string view;
   int device = -1;
-  RunSelectionFlags run;
+  query::RunSelectionText run;
   bool per_step = false;
   size_t limit = 0;
   double kernel_wait_us = 30;
@@ -32,32 +32,6 @@ struct GpuFlags {
   FormatOptions format;
 };
 
-Result<report::GpuSelection> selection_from(const GpuFlags& f, const report::GpuInput& input) {
-  report::GpuSelection selection;
-  if (f.device >= 0) {
-    selection.device = f.device;
-    bool known = std::any_of(input.trace.ops.begin(), input.trace.ops.end(), [&](const auto& op) { return op.device == f.device; });
-    if (!known) return make_error(ErrorKind::usage, "--device {}: no GPU work on that device in {}", f.device, f.path);
-  }
-  SPROF_TRY_STATUS(check_run_selection(f.run));
-  if (f.run.steps()) {
-    SPROF_TRY(StepSelection steps, parse_step_selection(f.run));
-    if (input.steps.empty()) {
-      return make_error(ErrorKind::usage, "{}: no steps are known ({}), so steps cannot select GPU work", f.path,
-                        input.profile ? "the profile has no step markers" : "the trace has no ProfilerStep#N events");
-    }
-    selection.windows = report::step_windows(input.steps, steps.mode, steps.first, steps.last);
-    if (selection.windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", f.path);
-  }
-  if (f.run.times()) {
-    SPROF_TRY(TimeSelection times, parse_time_selection(f.run));
-    const int64_t start = times.start_us ? int64_t(*times.start_us * 1000.0) - input.epoch_offset_ns : INT64_MIN;
-    const int64_t end = times.end_us ? int64_t(*times.end_us * 1000.0) - input.epoch_offset_ns : INT64_MAX;
-    selection.windows.emplace_back(start, end);
-  }
-  return selection;
-}
-
 Result<int> run_gpu(const GpuFlags& f) {
   SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path, f.load));
   for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
@@ -67,7 +41,8 @@ Result<int> run_gpu(const GpuFlags& f) {
                    "the latest of them that began before it", f.path, repeats);
     }
   }
-  SPROF_TRY(report::GpuSelection selection, selection_from(f, input));
+  SPROF_TRY(query::RunSelection run, query::parse_run_selection(f.run));
+  SPROF_TRY(report::GpuSelection selection, report::select_gpu_work(input, f.device, run, f.path));
   render::GpuViewOptions options;
   options.view = f.view;
   options.per_step = f.per_step;
@@ -79,22 +54,17 @@ Result<int> run_gpu(const GpuFlags& f) {
   options.call_sites.leaf = f.leaf;
   options.call_sites.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
   SPROF_TRY(render::GpuTable table, render::gpu_view_table(input, selection, options, f.path));
-  switch (f.format.resolved()) {
-    case OutputFormat::json: {
-      Json doc = json_document("gpu");
-      render::add_gpu_view_json(input, f.path, f.view, std::move(table), doc);
-      print_json(doc);
-      return 0;
-    }
-    case OutputFormat::csv: {
-      std::string out = render::csv_line(table.headers);
-      for (const auto& row : table.rows) out += render::csv_line(row);
-      fmt::print("{}", out);
-      return 0;
-    }
-    case OutputFormat::table: break;
-  }
-  fmt::print("{}", render::gpu_view_text(input, f.view, std::move(table), global_options().color_enabled, terminal_width()));
+  print_answer(f.format, "gpu",
+               {[&](Json& doc) { render::add_gpu_view_json(input, f.path, f.view, std::move(table), doc); },
+                [&] {
+                  std::string out = render::csv_line(table.headers);
+                  for (const auto& row : table.rows) out += render::csv_line(row);
+                  return out;
+                },
+                [&] {
+                  return render::gpu_view_text(input, f.view, std::move(table), global_options().color_enabled,
+                                               terminal_width());
+                }});
   return 0;
 }
 

@@ -21,42 +21,15 @@ struct ListStatsOptions {
 
 Result<int> run_list_stats(const ListStatsOptions& options) {
   SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
-  std::vector<const store::StatsRecord*> rows;
-  for (const store::StatsRecord& r : index.records) {
-    if (!options.node.empty() && r.node_id != options.node) continue;
-    if (!options.profiler.empty() && r.profiler != options.profiler) continue;
-    rows.push_back(&r);
-  }
-  if (rows.empty() && !options.node.empty()) {
-    return make_error(ErrorKind::bad_input, "node '{}' has no stats under {}; nodes: {}",
-                      options.node, options.profile.profile_dir,
-                      fmt::join(store::node_ids(index), ", "));
-  }
-
-  std::string text;
-  switch (options.format.resolved()) {
-    case OutputFormat::json: {
-      Json doc = json_document("list-stats");
-      doc["profile_dir"] = options.profile.profile_dir;
-      doc["layout_level"] = store::to_string(index.level);
-      Json stats = Json::array();
-      for (const auto* r : rows) stats.push_back(render::record_json(*r));
-      doc["stats"] = std::move(stats);
-      doc["warnings"] = render::problems_json(index.problems);
-      print_json(doc);
-      return 0;
-    }
-    case OutputFormat::csv:
-      text = render::csv_line(render::record_csv_header());
-      for (const auto* r : rows) text += render::csv_line(render::record_csv_fields(*r));
-      break;
-    case OutputFormat::table: {
-      render::TextStyle style{global_options().color_enabled, terminal_width()};
-      text = options.files ? render::records_table(rows, style) : render::intervals_table(rows, style);
-      break;
-    }
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  SPROF_TRY(query::Selection rows,
+            query::listed_records(index, options.node, options.profiler, options.profile.profile_dir));
+  print_answer(options.format, "list-stats",
+               {[&](Json& doc) { render::append_list_stats_json(doc, options.profile.profile_dir, index, rows); },
+                [&] { return render::records_csv(rows); },
+                [&] {
+                  render::TextStyle style{global_options().color_enabled, terminal_width()};
+                  return options.files ? render::records_table(rows, style) : render::intervals_table(rows, style);
+                }});
   return 0;
 }
 

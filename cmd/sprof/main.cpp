@@ -4,14 +4,13 @@
 #include <algorithm>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <exception>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "exit_codes.hpp"
+#include "sprof/logging.hpp"
 #include "sprof/profile_samples.hpp"
 #include "sprof/version.hpp"
 
@@ -33,34 +32,6 @@ int exit_code_for(ErrorKind kind) {
       return kExitRuntime;
   }
   return kExitRuntime;
-}
-
-void setup_logging(const GlobalOptions& options) {
-  // Colour only on a terminal unless asked; NO_COLOR (no-color.org) turns "auto" off.
-  if (options.color == "always") {
-    g_options.color_enabled = true;
-  } else if (options.color == "never" || std::getenv("NO_COLOR") != nullptr) {
-    g_options.color_enabled = false;
-  } else {
-    g_options.color_enabled = isatty(STDOUT_FILENO) != 0;
-  }
-  bool stderr_color = options.color == "always" ||
-                      (options.color == "auto" && std::getenv("NO_COLOR") == nullptr &&
-                       isatty(STDERR_FILENO) != 0);
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
-      stderr_color ? spdlog::color_mode::always : spdlog::color_mode::never);
-  auto logger = std::make_shared<spdlog::logger>("sprof", sink);
-  logger->set_pattern("sprof: %^%l%$: %v");
-  spdlog::set_default_logger(logger);
-  if (options.quiet) {
-    spdlog::set_level(spdlog::level::err);
-  } else if (options.verbose >= 2) {
-    spdlog::set_level(spdlog::level::trace);
-  } else if (options.verbose == 1) {
-    spdlog::set_level(spdlog::level::debug);
-  } else {
-    spdlog::set_level(spdlog::level::info);
-  }
 }
 
 // A profile argument given as s3://bucket/prefix is mounted under the readers at that very
@@ -146,7 +117,8 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
 
-  setup_logging(g_options);
+  g_options.color_enabled = color_wanted(g_options.color, STDOUT_FILENO);
+  configure_logging(g_options.verbose, g_options.quiet, color_wanted(g_options.color, STDERR_FILENO));
   store::set_show_sprof_frames(g_options.sprof_frames);
   for (const auto& command : commands) {
     if (!command.app->parsed()) continue;
@@ -167,6 +139,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 const GlobalOptions& global_options() { return g_options; }
+bool progress_shown() { return !g_options.quiet && isatty(STDERR_FILENO) != 0; }
 
 remote::S3Options s3_options() {
   remote::S3Options o;
@@ -174,7 +147,7 @@ remote::S3Options s3_options() {
   o.cache_dir = g_options.cache_dir;
   o.retries = g_options.retries;
   o.timeout_s = g_options.s3_timeout_s;
-  o.progress = !g_options.quiet && isatty(STDERR_FILENO) != 0;
+  o.progress = progress_shown();
   return o;
 }
 }  // namespace sprof::cli

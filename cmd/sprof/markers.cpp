@@ -20,42 +20,12 @@ struct MarkersFlags {
   bool ascending = false;
 };
 
-report::MarkerSort sort_of(const std::string& name) {
-  if (name == "avg") return report::MarkerSort::avg;
-  if (name == "min") return report::MarkerSort::min;
-  if (name == "max") return report::MarkerSort::max;
-  if (name == "count") return report::MarkerSort::count;
-  return report::MarkerSort::total;
-}
-
 Result<int> run_markers(const MarkersFlags& f) {
   SPROF_TRY(query::Profile profile, query::Profile::open(f.dir));
-  SPROF_TRY(const timeline::StepTimeline* timeline, profile.step_timeline());
-  std::vector<const timeline::ProcessTimeline*> processes;
-  for (const auto& p : timeline->processes) {
-    if (f.pid == 0 || p.pid == f.pid) processes.push_back(&p);
-  }
-  if (f.pid != 0 && processes.empty()) return make_error(ErrorKind::usage, "--pid {}: no markers of that process in {}", f.pid, f.dir);
-  if (processes.empty()) return make_error(ErrorKind::bad_input, "{}: no markers (markers/markers.log)", f.dir);
-  const bool one = f.pid != 0;
-  std::string out = f.format == "json" && !one ? "{\n" : "";
-  for (size_t i = 0; i < processes.size(); ++i) {
-    const auto stats = report::marker_stats(*processes[i], sort_of(f.sort_by), f.ascending);
-    if (f.format == "json") {
-      std::string doc = render::marker_stats_json(stats);
-      if (one) {
-        out += doc;
-      } else {
-        doc.pop_back();  // its newline: the object goes on inside the outer one
-        fmt::format_to(std::back_inserter(out), "\"{}\": {}{}\n", stats.pid, doc, i + 1 < processes.size() ? "," : "");
-      }
-    } else {
-      if (!one) fmt::format_to(std::back_inserter(out), "{}Process {}\n", i > 0 ? "\n" : "", stats.pid);
-      out += render::marker_stats_table(stats);
-    }
-  }
-  if (f.format == "json" && !one) out += "}\n";
-  fmt::print("{}", out);
+  SPROF_TRY(auto processes,
+            report::profile_marker_stats(profile, f.pid, report::parse_marker_sort(f.sort_by), f.ascending, f.dir));
+  const bool single = f.pid != 0;
+  fmt::print("{}", f.format == "json" ? render::markers_json(processes, single) : render::markers_text(processes, single));
   return 0;
 }
 

@@ -17,24 +17,14 @@ Result<int> run_nodes(const NodesOptions& options) {
   SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
   std::vector<query::NodeSummary> nodes = query::node_summaries(index);
 
-  std::string text;
-  switch (options.format.resolved()) {
-    case OutputFormat::json: {
-      Json doc = json_document("nodes");
-      doc["profile_dir"] = options.profile.profile_dir;
-      doc["nodes"] = render::nodes_json(nodes);
-      doc["warnings"] = render::problems_json(index.problems);
-      print_json(doc);
-      return 0;
-    }
-    case OutputFormat::csv:
-      text = render::nodes_csv(nodes);
-      break;
-    case OutputFormat::table:
-      text = render::nodes_table(nodes, {global_options().color_enabled, terminal_width()});
-      break;
-  }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_answer(options.format, "nodes",
+               {[&](Json& doc) {
+                  doc["profile_dir"] = options.profile.profile_dir;
+                  doc["nodes"] = render::nodes_json(nodes);
+                  doc["warnings"] = render::problems_json(index.problems);
+                },
+                [&] { return render::nodes_csv(nodes); },
+                [&] { return render::nodes_table(nodes, {global_options().color_enabled, terminal_width()}); }});
   return 0;
 }
 

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "sprof/stats_dir.hpp"
 #include "sprof/version.hpp"
 
 namespace sprof::cli {
@@ -35,22 +34,31 @@ void add_format_options(CLI::App* app, FormatOptions& options, const std::vector
   options.json_option->excludes(options.format_option);
 }
 
-Json json_document(std::string_view command) {
-  Json doc;
-  doc["schema_version"] = kJsonSchemaVersion;
-  doc["sprof_version"] = kVersion;
-  doc["command"] = command;
-  return doc;
-}
-
-void print_json(const Json& document) {
-  // Invalid UTF-8 in file names must not abort the dump: replace it.
-  std::string text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+void print_answer(const FormatOptions& format, std::string_view command, const Answer& answer) {
+  std::string text;
+  switch (format.resolved()) {
+    case OutputFormat::json: {
+      Json doc;
+      doc["schema_version"] = kJsonSchemaVersion;
+      doc["sprof_version"] = kVersion;
+      doc["command"] = command;
+      answer.json(doc);
+      // Invalid UTF-8 in file names must not abort the dump: replace it.
+      text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      break;
+    }
+    case OutputFormat::csv: text = answer.csv(); break;
+    case OutputFormat::table: text = answer.table(); break;
+  }
   std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
 }
 
-std::string float_text(double value) { return store::python_float_repr(value); }
+void add_function_table_options(CLI::App* app, render::FunctionOrder& order) {
+  app->add_option("--sort", order.sort, "Order functions by tottime, cumtime, ncalls or pcalls (descending)")
+      ->check(CLI::IsMember({"tottime", "cumtime", "ncalls", "pcalls"}))
+      ->capture_default_str();
+  app->add_option("-l,--limit", order.limit, "Show only the first N functions (0: all)")->capture_default_str();
+}
 
 size_t terminal_width() {
   if (isatty(STDOUT_FILENO) == 0) return 0;

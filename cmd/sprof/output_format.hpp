@@ -1,9 +1,10 @@
 #pragma once
 // What every data-printing command shares: the --format/--json options, the JSON envelope
-// (schema_version, sprof_version, stable key order) and float text. Text tables and CSV lines
-// are in text_table.hpp.
+// (schema_version, sprof_version, stable key order) and the function table's order. Text tables
+// and CSV lines are in text_table.hpp.
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sprof/result.hpp"
+#include "sprof/stats_render.hpp"
 #include "sprof/text_table.hpp"
 
 namespace sprof::cli {
@@ -38,15 +40,20 @@ struct FormatOptions {
 // resolved() reports as table) and --json (short for --format json).
 void add_format_options(CLI::App* app, FormatOptions& options, const std::vector<std::string>& extra = {});
 
-// {"schema_version": 1, "sprof_version": "...", "command": command}; callers append keys.
 // Columns of the terminal on stdout, 0 when stdout is not a terminal.
 size_t terminal_width();
 
-Json json_document(std::string_view command);
-// Writes the document to stdout, indented, with a final newline.
-void print_json(const Json& document);
+// A command's answer in each format: `json` appends its keys to the envelope ({"schema_version":
+// 1, "sprof_version": "...", "command": ...}), `csv` and `table` make the text.
+struct Answer {
+  std::function<void(Json& document)> json;
+  std::function<std::string()> csv;
+  std::function<std::string()> table;
+};
+// Prints the format `format` resolves to on stdout (JSON indented, invalid UTF-8 replaced).
+void print_answer(const FormatOptions& format, std::string_view command, const Answer& answer);
 
-// Python repr() of a float, so CSV/table numbers read back to the same double.
-std::string float_text(double value);
+// --sort tottime|cumtime|ncalls|pcalls and -l/--limit N of the commands that print a pstats table.
+void add_function_table_options(CLI::App* app, render::FunctionOrder& order);
 
 }  // namespace sprof::cli

@@ -1,6 +1,5 @@
 // sprof record: sample a command (or a running process) and write a profile directory.
 
-#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -10,7 +9,6 @@
 
 #include "command.hpp"
 #include "fail_on.hpp"
-#include "progress_line.hpp"
 #include "record_flags.hpp"
 #include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
@@ -56,30 +54,6 @@ Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(const RecordFlag
   return traces::make_trace_windows_hook(options);
 }
 
-// One status line on a terminal, rewritten in place.
-class StatusLine : public launch::RecordHooks {
- public:
-  void on_progress(const launch::RecordProgress& p) override {
-    double share = p.samples + p.invalid == 0 ? 0.0 : 100.0 * double(p.invalid) / double(p.samples + p.invalid);
-    fmt::print(stderr, "\rsprof: {:.1f} s, {} samples, {} process{}, {} thread{}, {:.1f}% invalid\x1b[K", p.elapsed_s,
-               p.samples, p.processes, p.processes == 1 ? "" : "es", p.threads, p.threads == 1 ? "" : "s", share);
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  Status on_finish(const std::filesystem::path&, store::Manifest&) override {
-    clear();
-    return {};
-  }
-  void clear() {
-    if (shown_) fmt::print(stderr, "\r\x1b[K");
-    shown_ = false;
-  }
-
- private:
-  bool shown_ = false;
-};
-
-
 }  // namespace
 
 void add_record(CLI::App& app, CommandList& commands) {
@@ -111,13 +85,13 @@ void add_record(CLI::App& app, CommandList& commands) {
     plan.steps.inject = !flags->no_inject;
     plan.steps.torch = !flags->no_torch;
     plan.stats_timer = *intervals::parse_python_timer(flags->python_timer);
-    plan.stats_progress = stats_directories_progress();
+    plan.stats_progress = render::stats_directories_progress(progress_shown());
 
     SPROF_TRY(std::unique_ptr<launch::RecordHooks> trace_windows, trace_windows_hook(*flags, *sub));
 
-    StatusLine status;
+    render::RecordStatusLine status;
     std::vector<launch::RecordHooks*> observers;
-    if (!global_options().quiet && isatty(STDERR_FILENO) != 0) observers.push_back(&status);
+    if (progress_shown()) observers.push_back(&status);
     if (trace_windows) observers.push_back(trace_windows.get());
     if (upload) observers.push_back(upload.get());
     std::unique_ptr<rules::CustomRuleSet> custom_rules;
@@ -129,53 +103,19 @@ void add_record(CLI::App& app, CommandList& commands) {
     const launch::RecordResult* result = &recording->result;
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
-      if (result->sampled_any) {
-        report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
-        auto summary = render::record_summary(result->output_dir, result->manifest, view, flags->gil);
-        if (summary.ok()) {
-          fmt::print(stderr, "{}", *summary);
-        } else {
-          spdlog::warn("cannot read back the profile for the summary: {}", summary.error().message);
-        }
-      }
-      if (std::string text = recording->steps.text(); !text.empty()) {
-        fmt::print(stderr, "sprof: {}\n", text);
-      } else if (result->sampled_any) {
-        fmt::print(stderr, "sprof: {}\n", timeline::kNoStepsHint);
-      }
-      if (recording->interval_stats) fmt::print(stderr, "sprof: {}\n", recording->interval_stats->text());
-      if (std::string text = traces::trace_windows_summary(result->manifest, result->output_dir); !text.empty()) {
-        fmt::print(stderr, "sprof: {}\n", text);
-      }
-      if (result->write_errors.empty()) {
-        fmt::print(stderr, "sprof: wrote {}\n", result->output_dir.string());
-      } else {
-        fmt::print(stderr,
-                   "sprof: the profile in {} is incomplete: {} write{} failed (above); it reads up to the last "
-                   "complete sample chunk, and `sprof stats-dirs {}` finishes it once there is room\n",
-                   result->output_dir.string(), result->write_errors.size(),
-                   result->write_errors.size() == 1 ? "" : "s", result->output_dir.string());
-        if (result->manifest.exit_status) {
-          fmt::print(stderr, "sprof: the command itself exited with status {}\n", *result->manifest.exit_status);
-        }
-      }
+      report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
+      fmt::print(stderr, "{}", render::record_closing_text(*recording, view, flags->gil,
+                                                           traces::trace_windows_summary(result->manifest, result->output_dir)));
     }
     int exit_code = result->exit_code;
     if (watching && !flags->fail_on.empty() && exit_code == 0) {
-      SPROF_TRY(auto fail_on, parse_fail_on(flags->fail_on, watching->final_results()));
+      SPROF_TRY(auto fail_on, rules::parse_fail_on(flags->fail_on, watching->final_results()));
       exit_code = fail_on_exit_code(watching->final_results(), fail_on, flags->fail_on);
     }
     if (upload) {
       remote::LiveUploadResult up = upload->finish();
-      if (up.not_uploaded.empty()) {
-        if (!global_options().quiet) fmt::print(stderr, "sprof: uploaded {} to {}\n", up.local_dir.string(), up.url);
-      } else {
-        for (const std::string& f : up.not_uploaded) fmt::print(stderr, "sprof: not uploaded: {}\n", f);
-        fmt::print(stderr, "sprof: {} of {} files not uploaded to {}; the profile is whole in {}, and `sprof upload {} {}` "
-                   "finishes the upload\n", up.not_uploaded.size(), up.files, up.url, up.local_dir.string(),
-                   up.local_dir.string(), up.url);
-        if (exit_code == 0) exit_code = 1;
-      }
+      if (!global_options().quiet || !up.not_uploaded.empty()) fmt::print(stderr, "{}", render::upload_closing_text(up));
+      if (!up.not_uploaded.empty() && exit_code == 0) exit_code = 1;
     }
     return exit_code;
   }});

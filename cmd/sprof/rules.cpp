@@ -48,7 +48,7 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
   SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
   SPROF_TRY(auto input, rules::load_rules_input(profile));
   SPROF_TRY(auto results, rules::run_rules(input, run_options));
-  SPROF_TRY(auto fail_on, parse_fail_on(options.fail_on, results));
+  SPROF_TRY(auto fail_on, rules::parse_fail_on(options.fail_on, results));
 
   if (!options.output_dir.empty()) {
     int64_t epoch = std::chrono::duration_cast<std::chrono::seconds>(

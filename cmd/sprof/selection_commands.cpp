@@ -2,11 +2,6 @@
 // table entry each: smdebug's fetch_profile_stats_by_step, _by_time, _between_modes,
 // fetch_pre_step_zero_profile_stats and fetch_post_hook_close_profile_stats.
 
-#include <cmath>
-#include <limits>
-
-#include <fmt/format.h>
-
 #include "command.hpp"
 #include "query_args.hpp"
 #include "stats_query.hpp"
@@ -28,17 +23,13 @@ struct SelectionFlags {
   std::string end_mode;
 };
 
+using Selected = Result<query::StatsSelection>;
 struct SelectionCommandDef {
   const char* name;
   const char* help;
   void (*add_flags)(CLI::App* sub, SelectionFlags& flags);
-  Result<SelectionCommand> (*spec)(const SelectionFlags& flags);
+  Selected (*selection)(const SelectionFlags& flags);
 };
-
-std::string step_text(double step) {
-  if (std::isinf(step)) return "*";
-  return fmt::format("{}", static_cast<int64_t>(step));
-}
 
 void add_by_step_flags(CLI::App* sub, SelectionFlags& flags) {
   sub->add_option("--start-step,--step", flags.start_step,
@@ -60,53 +51,11 @@ void add_by_step_flags(CLI::App* sub, SelectionFlags& flags) {
       ->capture_default_str();
 }
 
-Result<SelectionCommand> by_step_spec(const SelectionFlags& flags) {
-  query::StepQuery q;
-  SPROF_TRY(q.start_step, parse_step_arg("--start-step", flags.start_step, false));
-  std::string end = flags.end_step.empty() ? flags.start_step : flags.end_step;
-  SPROF_TRY(q.end_step, parse_step_arg("--end-step", end, true));
-  q.mode = mode_from_name(flags.mode);
-  q.start_phase = phase_from_name(flags.start_phase);
-  q.end_phase = phase_from_name(flags.end_phase);
-
-  SelectionCommand spec;
-  spec.query["start_step"] = static_cast<int64_t>(q.start_step);
-  spec.query["end_step"] = std::isinf(q.end_step) ? Json(nullptr) : Json(static_cast<int64_t>(q.end_step));
-  spec.query["mode"] = flags.mode;
-  spec.query["start_phase"] = flags.start_phase;
-  spec.query["end_phase"] = flags.end_phase;
-  spec.description = fmt::format("{} steps {} ({}) to {} ({})", flags.mode, step_text(q.start_step),
-                                 flags.start_phase, step_text(q.end_step), flags.end_phase);
-  spec.select = [q](const query::Selection& records) { return query::select_by_step(records, q); };
-  return spec;
-}
-
 void add_by_time_flags(CLI::App* sub, SelectionFlags& flags) {
   sub->add_option("--start-time", flags.start_time,
                   "Interval start: microseconds since the epoch, or with a unit (us, ms, s)")
       ->required();
   sub->add_option("--end-time", flags.end_time, "Interval end, same units (default: no end)");
-}
-
-Result<SelectionCommand> by_time_spec(const SelectionFlags& flags) {
-  SPROF_TRY(double start_us, parse_time_arg("--start-time", flags.start_time));
-  double end_us = std::numeric_limits<double>::infinity();
-  if (!flags.end_time.empty()) {
-    SPROF_TRY(end_us, parse_time_arg("--end-time", flags.end_time));
-  }
-  if (end_us < start_us) {
-    return make_error(ErrorKind::usage, "--end-time {} is before --start-time {}", flags.end_time,
-                      flags.start_time);
-  }
-  SelectionCommand spec;
-  spec.query["start_time_since_epoch_in_micros"] = start_us;
-  spec.query["end_time_since_epoch_in_micros"] = std::isinf(end_us) ? Json(nullptr) : Json(end_us);
-  spec.description = fmt::format("times {} us to {} us (start or end inside)", float_text(start_us),
-                                 float_text(end_us));
-  spec.select = [start_us, end_us](const query::Selection& records) {
-    return query::select_by_time(records, start_us, end_us);
-  };
-  return spec;
 }
 
 void add_between_modes_flags(CLI::App* sub, SelectionFlags& flags) {
@@ -118,49 +67,22 @@ void add_between_modes_flags(CLI::App* sub, SelectionFlags& flags) {
       ->required();
 }
 
-Result<SelectionCommand> between_modes_spec(const SelectionFlags& flags) {
-  Mode start = mode_from_name(flags.start_mode);
-  Mode end = mode_from_name(flags.end_mode);
-  SelectionCommand spec;
-  spec.query["start_mode"] = flags.start_mode;
-  spec.query["end_mode"] = flags.end_mode;
-  spec.description = fmt::format("start mode {} and end mode {}", flags.start_mode, flags.end_mode);
-  spec.select = [start, end](const query::Selection& records) {
-    return query::select_between_modes(records, start, end);
-  };
-  return spec;
-}
-
 void no_flags(CLI::App*, SelectionFlags&) {}
-
-// A selection without parameters.
-SelectionCommand fixed_selection(const char* description, query::Selection (*select)(const query::Selection&)) {
-  SelectionCommand spec;
-  spec.query = Json::object();
-  spec.description = description;
-  spec.select = select;
-  return spec;
-}
-
-Result<SelectionCommand> pre_step_zero_spec(const SelectionFlags&) {
-  return fixed_selection("start phase start (before step 0)", query::select_pre_step_zero);
-}
-
-Result<SelectionCommand> post_hook_close_spec(const SelectionFlags&) {
-  return fixed_selection("end phase end (to the end of the job)", query::select_post_hook_close);
-}
 
 const SelectionCommandDef kSelectionCommands[] = {
     {"fetch-by-step", "Aggregate the cProfile stats of a step interval of one mode", add_by_step_flags,
-     by_step_spec},
+     [](const SelectionFlags& f) -> Selected {
+       return query::by_step_selection(f.start_step, f.end_step, f.mode, f.start_phase, f.end_phase);
+     }},
     {"fetch-by-time", "Aggregate the cProfile stats whose start or end time lies in a time interval",
-     add_by_time_flags, by_time_spec},
+     add_by_time_flags, [](const SelectionFlags& f) -> Selected { return query::by_time_selection(f.start_time, f.end_time); }},
     {"between-modes", "Aggregate the cProfile stats that start in one mode and end in another",
-     add_between_modes_flags, between_modes_spec},
+     add_between_modes_flags,
+     [](const SelectionFlags& f) -> Selected { return query::between_modes_selection(f.start_mode, f.end_mode); }},
     {"pre-step-zero", "Aggregate the cProfile stats from before the first step (start phase 'start')", no_flags,
-     pre_step_zero_spec},
+     [](const SelectionFlags&) -> Selected { return query::pre_step_zero_selection(); }},
     {"post-hook-close", "Aggregate the cProfile stats that run to the end of the job (end phase 'end')",
-     no_flags, post_hook_close_spec},
+     no_flags, [](const SelectionFlags&) -> Selected { return query::post_hook_close_selection(); }},
 };
 
 }  // namespace
@@ -172,9 +94,8 @@ void add_selection_commands(CLI::App& app, CommandList& commands) {
     add_query_options(sub, flags->query, true);
     def.add_flags(sub, *flags);
     commands.push_back(Command{sub, [flags, &def]() -> Result<int> {
-                                 SPROF_TRY(SelectionCommand spec, def.spec(*flags));
-                                 spec.command = def.name;
-                                 return run_selection_command(flags->query, spec);
+                                 SPROF_TRY(query::StatsSelection selection, def.selection(*flags));
+                                 return run_selection_command(def.name, flags->query, selection);
                                }});
   }
 }

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "progress_line.hpp"
+#include "sprof/record_render.hpp"
 #include "sprof/interval_stats.hpp"
 #include "sprof/recorder.hpp"
 #include "window_flags.hpp"
@@ -27,7 +27,7 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   plan.every_interval = flags.every_interval;
   plan.timer = *intervals::parse_python_timer(flags.python_timer);
   plan.empty_dirs = flags.empty_dirs;
-  plan.progress = stats_directories_progress();
+  plan.progress = render::stats_directories_progress(progress_shown());
   SPROF_TRY(recorder::StatsDirsAtResult result, recorder::rewrite_stats_directories_at(flags.dir, plan, s3_options()));
   if (!global_options().quiet) {
     if (result.rewrite.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);

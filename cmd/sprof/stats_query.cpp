@@ -60,11 +60,6 @@ Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions
   return query::open_stats_source(options.profile.profile_dir, source);
 }
 
-void append_source_json(Json& into, const query::StatsSource& source) {
-  into["source"] = std::string(query::to_string(source.kind()));
-  if (auto timer = source.timer()) into["python_timer"] = std::string(intervals::to_string(*timer));
-}
-
 Status write_aggregate(const std::string& path, const query::Aggregate& aggregate) {
   if (aggregate.table.empty()) {
     return make_error(ErrorKind::bad_input,
@@ -79,8 +74,8 @@ Status write_aggregate(const std::string& path, const query::Aggregate& aggregat
 }
 
 // -f collapsed|speedscope|flamegraph: the stacks of the selected intervals' samples.
-Result<int> print_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
-                                   const QueryOptions& options, const std::string& description) {
+void print_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
+                            const QueryOptions& options, const std::string& description) {
   const query::SampledProfile& sampled = *source.sampled();
   const intervals::PythonTimer timer = *source.timer();
   query::SampleFilter filter = query::selection_filter(sampled, selection, timer);
@@ -90,69 +85,33 @@ Result<int> print_selection_stacks(const query::StatsSource& source, const query
                                           title, text);
   if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
   std::fwrite(text.data(), 1, text.size(), stdout);
-  return 0;
 }
 
-Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec) {
+Result<int> run_selection_command(const std::string& command, const QueryOptions& options,
+                                  const query::StatsSelection& selection) {
   const bool stacks = report::parse_stack_format(options.format.format).has_value();
   SPROF_TRY(std::unique_ptr<query::StatsSource> source, open_query_source(options));
   if (stacks && source->sampled() == nullptr) {
     return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "
                       "stats files", options.format.format, options.profile.profile_dir);
   }
-  const store::ProfileIndex& index = source->index();
-  SPROF_TRY(query::NodeSelection node, query::cprofile_records_of_node(index, options.node));
-  query::Selection selection = spec.select(node.records);
-  if (selection.empty()) {
-    spdlog::warn("no {} of node {} match: {}", source->what(), node.node_id, spec.description);
-    // Old-format dirs carry no mode: they read as `global`, which the default mode misses.
-    bool has_old = false;
-    for (const auto* r : node.records) has_old |= r->name.format == store::NameFormat::old;
-    if (has_old) {
-      spdlog::warn("{} holds old-format stats dirs, which sprof reads as mode global "
-                   "(try --mode global)",
-                   options.profile.profile_dir);
-    }
-  }
-  SPROF_TRY(query::Aggregate aggregate, source->aggregate(selection));
-
+  SPROF_TRY(query::SelectedStats selected,
+            query::select_stats(*source, options.node, selection, options.profile.profile_dir));
   if (!options.output.empty()) {
-    SPROF_TRY_STATUS(write_aggregate(options.output, aggregate));
+    SPROF_TRY_STATUS(write_aggregate(options.output, selected.aggregate));
     if (!options.format.given()) return 0;
   }
-  if (stacks) return print_selection_stacks(*source, selection, options, spec.description);
-
-  switch (options.format.resolved()) {
-    case OutputFormat::json: {
-      Json doc = json_document(spec.command);
-      doc["profile_dir"] = options.profile.profile_dir;
-      doc["node_id"] = node.node_id;
-      doc["query"] = spec.query;
-      append_source_json(doc, *source);
-      doc["warnings"] = render::problems_json(index.problems);
-      render::append_aggregate_json(doc, aggregate, options.table);
-      print_json(doc);
-      break;
-    }
-    case OutputFormat::csv: {
-      std::string text = render::aggregate_csv(aggregate, options.table, {}, {}, true);
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      break;
-    }
-    case OutputFormat::table: {
-      std::string text = fmt::format("Node {}: {} of {} {} match {}{}\n", node.node_id, aggregate.used.size(),
-                                     node.records.size(), source->what(), spec.description,
-                                     source->timer() ? fmt::format(" (from the raw samples, {})",
-                                                                   intervals::to_string(*source->timer()))
-                                                     : "");
-      if (!aggregate.used.empty()) {
-        text += render::aggregate_time_note(aggregate);
-        text += "\n" + render::aggregate_table(aggregate, options.table);
-      }
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      break;
-    }
+  if (stacks) {
+    print_selection_stacks(*source, selected.selection, options, selection.description);
+    return 0;
   }
+  const render::FunctionOrder& order = options.table;
+  print_answer(options.format, command,
+               {[&](Json& doc) {
+                  render::append_selection_json(doc, options.profile.profile_dir, *source, selection, selected, order);
+                },
+                [&] { return render::aggregate_csv(selected.aggregate, order, {}, {}, true); },
+                [&] { return render::selection_text(*source, selection, selected, order); }});
   return 0;
 }
 

@@ -3,18 +3,16 @@
 // pre-step-zero, post-hook-close, by-phase): the PROFILE_DIR argument, --strict, --node,
 // --source, the output choice; the shapes themselves are in render/stats_render.
 
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "function_table.hpp"
 #include "output_format.hpp"
 #include "sprof/profile.hpp"
 #include "sprof/query.hpp"
+#include "sprof/stats_selection.hpp"
 #include "sprof/stats_source.hpp"
 
 namespace sprof::cli {
@@ -34,7 +32,7 @@ Result<store::ProfileIndex> load_profile(const ProfileOptions& options);
 struct QueryOptions {
   ProfileOptions profile;
   std::string node{query::kAnyNode};
-  FunctionTableOptions table;
+  render::FunctionOrder table;
   FormatOptions format;
   std::string output;  // -o FILE.pstats
   std::string source = "auto";  // auto | samples | stats
@@ -47,19 +45,11 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats 
 
 // The source --source and --python-timer choose (query::open_stats_source).
 Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options);
-// "source" and, for raw samples, "python_timer", as JSON keys appended to `into`.
-void append_source_json(Json& into, const query::StatsSource& source);
-
 // Writes the aggregate to -o as a pstats file (an error if nothing was aggregated).
 Status write_aggregate(const std::string& path, const query::Aggregate& aggregate);
 
 // A command that selects one set of a node's cProfile records and prints their aggregate.
-struct SelectionCommand {
-  std::string command;      // e.g. "fetch-by-step"
-  Json query;               // the request, echoed in JSON output
-  std::string description;  // human summary of the request, for the table header
-  std::function<query::Selection(const query::Selection&)> select;
-};
-Result<int> run_selection_command(const QueryOptions& options, const SelectionCommand& spec);
+Result<int> run_selection_command(const std::string& command, const QueryOptions& options,
+                                  const query::StatsSelection& selection);
 
 }  // namespace sprof::cli

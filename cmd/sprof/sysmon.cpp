@@ -1,10 +1,7 @@
 // sprof sysmon (hidden): runs the system monitor alone for a while and reports its own cost. Used by
 // scripts/bench-sysmon and the integration tests; `record --system-interval-ms` runs the same monitor.
 
-#include <sys/resource.h>
 
-#include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,36 +23,22 @@ struct SysmonOptions {
   bool no_gpu = false;
 };
 
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 Result<int> run_sysmon(const SysmonOptions& options) {
-  if (!(options.duration_s > 0)) return make_error(ErrorKind::usage, "--duration must be positive");
   sysmon::MonitorOptions monitor_options;
   monitor_options.profile_dir = options.output;
   monitor_options.interval_ms = options.interval_ms;
   monitor_options.root_pid = options.pid;
   monitor_options.node_id = options.node_id;
   monitor_options.gpu = !options.no_gpu;
-  SPROF_TRY(auto monitor, sysmon::SystemMonitor::create(monitor_options));
-  double cpu_before = process_cpu_seconds();
-  SPROF_TRY_STATUS(monitor->start());
-  std::this_thread::sleep_for(std::chrono::duration<double>(options.duration_s));
-  SPROF_TRY_STATUS(monitor->stop());
-  double process_cpu = process_cpu_seconds() - cpu_before;
-  sysmon::MonitorStats stats = monitor->stats();
-  double wall = static_cast<double>(stats.wall_ns) / 1e9;
-  double thread_cpu = static_cast<double>(stats.thread_cpu_ns) / 1e9;
+  SPROF_TRY(sysmon::MonitorCost cost, sysmon::measure_monitor(monitor_options, options.duration_s));
+  double wall = static_cast<double>(cost.stats.wall_ns) / 1e9;
+  double thread_cpu = static_cast<double>(cost.stats.thread_cpu_ns) / 1e9;
   nlohmann::ordered_json out = {{"interval_ms", options.interval_ms},
-                                {"ticks", stats.ticks},
-                                {"gpus", stats.gpus},
+                                {"ticks", cost.stats.ticks},
+                                {"gpus", cost.stats.gpus},
                                 {"wall_seconds", wall},
                                 {"thread_cpu_seconds", thread_cpu},
-                                {"process_cpu_seconds", process_cpu},
+                                {"process_cpu_seconds", cost.process_cpu_s},
                                 {"cpu_percent_of_one_core", wall > 0 ? 100.0 * thread_cpu / wall : 0.0}};
   fmt::print("{}\n", out.dump());
   return kExitSuccess;

@@ -26,5 +26,13 @@ std::string analyze_json(const report::AnalyzeReport& report);
 // the analyze page's sections as tables and charts, plus `views` (every step's time, the system
 // metrics over time, a flame graph per view). Opens offline from disk.
 std::string analyze_html(const report::AnalyzeReport& report, const report::ReportViews& views);
+// The page for `report` of `profile` (its views read from it) written to `path`, replacing the
+// file only once the page is whole; what it holds, for the closing line.
+struct WrittenPage {
+  size_t bytes = 0;
+  size_t flame_graphs = 0;
+};
+Result<WrittenPage> write_analyze_html(const query::Profile& profile, const report::AnalyzeReport& report,
+                                       const std::string& path);
 
 }  // namespace sprof::render

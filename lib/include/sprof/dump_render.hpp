@@ -32,4 +32,16 @@ class StackDump {
   std::map<std::pair<uint64_t, int32_t>, std::optional<std::string>> names_;
 };
 
+// `sprof dump`: `count` snapshots of `process`'s threads, `interval_s` apart, printed on stdout as
+// they are read (text under a header naming `command`, or one JSON object each). A one-off
+// non-blocking dump re-reads a torn stack and warns about those it leaves out.
+struct DumpRequest {
+  bool json = false;
+  bool blocking = true;
+  int count = 1;
+  double interval_s = 1.0;
+  std::string command;  // the process's command line, for the text header
+};
+Status print_stack_dumps(pyframes::PythonProcess& process, const DumpRequest& request);
+
 }  // namespace sprof::render

@@ -14,6 +14,7 @@
 #include "sprof/modes.hpp"
 #include "sprof/open_profile.hpp"
 #include "sprof/result.hpp"
+#include "sprof/run_selection.hpp"
 
 namespace sprof::report {
 
@@ -57,6 +58,11 @@ struct GpuSelection {
   std::vector<std::pair<int64_t, int64_t>> windows;  // [start, end) ns
   bool contains(int64_t t_ns) const;
 };
+
+// The GPU work of `device` (-1: every device) in the steps or times `selection` names; `path` names
+// the input in errors (usage errors: an unknown device, no steps known, no step matched).
+Result<GpuSelection> select_gpu_work(const GpuInput& input, int device, const query::RunSelection& selection,
+                                     const std::string& path);
 
 // Steps first..last (inclusive) of `mode` (global: any), as windows; none when no step matches.
 std::vector<std::pair<int64_t, int64_t>> step_windows(const std::vector<GpuStepWindow>& steps, std::optional<Mode> mode,

@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "sprof/open_profile.hpp"
+#include "sprof/result.hpp"
 #include "sprof/step_timeline.hpp"
 
 namespace sprof::report {
@@ -35,5 +38,13 @@ enum class MarkerSort { total, avg, min, max, count };
 // Steps ended by a marker (a step cut at the process's end counts too: it ended there), in the
 // order asked (descending unless `ascending`; ties by name). Markers sort by count whatever is asked.
 MarkerStats marker_stats(const timeline::ProcessTimeline& process, MarkerSort sort, bool ascending);
+
+// "total", "avg", "min", "max" or "count"; anything else: total.
+MarkerSort parse_marker_sort(std::string_view name);
+
+// The statistics of each process of `profile` with markers, or of `pid` only (0: every process).
+// Usage error: `pid` recorded none; bad_input: no process did (`dir` names the profile).
+Result<std::vector<MarkerStats>> profile_marker_stats(const query::Profile& profile, int pid, MarkerSort sort,
+                                                      bool ascending, const std::string& dir);
 
 }  // namespace sprof::report

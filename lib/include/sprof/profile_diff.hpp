@@ -160,4 +160,9 @@ struct Regression {
 // The changes beyond their threshold whose interval lies wholly above zero.
 std::vector<Regression> regressions(const ProfileDiff& diff, const RegressionThresholds& thresholds);
 
+// --base-steps/--new-steps text onto `side`: FIRST-LAST, FIRST- or STEP; empty: every step.
+Status parse_diff_steps(const std::string& flag, const std::string& text, DiffSideInput& side);
+// --fail-on-regression PCT (`every` kind) and then --threshold KIND=PCT specs, which override it.
+Result<RegressionThresholds> parse_thresholds(std::optional<double> every, const std::vector<std::string>& specs);
+
 }  // namespace sprof::report

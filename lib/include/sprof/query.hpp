@@ -46,6 +46,11 @@ struct NodeSelection {
 Result<NodeSelection> cprofile_records_of_node(const store::ProfileIndex& index,
                                                std::string_view node = kAnyNode);
 
+// list-stats: the records of `node` and `profiler` (empty: every one), in index order; a node
+// without stats is bad_input naming the known nodes (`dir`: the profile, for the message).
+Result<Selection> listed_records(const store::ProfileIndex& index, const std::string& node, const std::string& profiler,
+                                 const std::string& dir);
+
 // smdebug's list_available_node_ids, with what each node holds: stats counts per profiler and
 // the time they span. Sorted by node id.
 struct NodeSummary {

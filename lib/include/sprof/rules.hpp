@@ -114,4 +114,10 @@ Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOp
 Result<std::filesystem::path> write_rule_output(const std::filesystem::path& out_dir,
                                                 const std::vector<RuleResult>& results, int64_t epoch_s);
 
+// --fail-on: the canonical names of the rules `text` ("any" or RULE[,RULE...], any case) names
+// among those that ran; an unknown name is a usage error listing the rules run. Empty text: none.
+Result<std::vector<std::string>> parse_fail_on(const std::string& text, const std::vector<RuleResult>& results);
+// The first of `results` named in `names` that found issues; nullptr when none did.
+const RuleResult* first_failing(const std::vector<RuleResult>& results, const std::vector<std::string>& names);
+
 }  // namespace sprof::rules

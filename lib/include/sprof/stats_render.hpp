@@ -11,6 +11,8 @@
 #include "sprof/profile.hpp"
 #include "sprof/pstats_table.hpp"
 #include "sprof/query.hpp"
+#include "sprof/stats_selection.hpp"
+#include "sprof/stats_source.hpp"
 
 namespace sprof::render {
 
@@ -50,5 +52,36 @@ std::string aggregate_table(const query::Aggregate& aggregate, const FunctionOrd
 std::string aggregate_csv(const query::Aggregate& aggregate, const FunctionOrder& order,
                           const std::vector<std::string>& prefix_header,
                           const std::vector<std::string>& prefix_fields, bool header);
+
+// list-stats: layout level, the records' smdebug keys and the index's warnings after the
+// document's head; and the records as CSV.
+void append_list_stats_json(Json& into, const std::string& dir, const store::ProfileIndex& index,
+                            const std::vector<const store::StatsRecord*>& rows);
+std::string records_csv(const std::vector<const store::StatsRecord*>& rows);
+
+// The answers of the stats queries (stats_query_render.cpp). "source" and, for raw samples,
+// "python_timer": what a query read.
+void append_source_json(Json& into, const query::StatsSource& source);
+// A selection command's answer after the document's head: profile_dir, node_id, query, source,
+// warnings, the aggregate.
+void append_selection_json(Json& into, const std::string& dir, const query::StatsSource& source,
+                           const query::StatsSelection& selection, const query::SelectedStats& selected,
+                           const FunctionOrder& order);
+// Its text: a line saying what matched, the time note and the table.
+std::string selection_text(const query::StatsSource& source, const query::StatsSelection& selection,
+                           const query::SelectedStats& selected, const FunctionOrder& order);
+
+// by-phase's answer: phases by (start mode, end mode) (`training`) or job phases, for `compat`.
+struct PhasesAnswer {
+  std::string dir;
+  std::string node_id;
+  bool training = false;
+  std::string compat;
+  const std::vector<query::PhaseAggregate>* phases = nullptr;
+};
+void append_phases_json(Json& into, const PhasesAnswer& answer, const query::StatsSource& source,
+                        const FunctionOrder& order);
+std::string phases_csv(const PhasesAnswer& answer, const FunctionOrder& order);
+std::string phases_text(const PhasesAnswer& answer, const query::StatsSource& source, const FunctionOrder& order);
 
 }  // namespace sprof::render

@@ -75,6 +75,14 @@ class SystemMonitor {
   std::unique_ptr<Impl> impl_;
 };
 
+// `sprof sysmon`: the monitor alone for `duration_s` seconds, and what it cost: its own counts and
+// the CPU time of this whole process meanwhile.
+struct MonitorCost {
+  MonitorStats stats;
+  double process_cpu_s = 0;
+};
+Result<MonitorCost> measure_monitor(const MonitorOptions& options, double duration_s);
+
 // The GPUs now, for a live view (`sprof top`): NVML opened once, read on demand.
 struct GpuReading {
   int index = 0;

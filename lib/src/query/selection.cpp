@@ -189,4 +189,19 @@ std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index) {
   return out;
 }
 
+Result<Selection> listed_records(const store::ProfileIndex& index, const std::string& node, const std::string& profiler,
+                                 const std::string& dir) {
+  Selection rows;
+  for (const store::StatsRecord& r : index.records) {
+    if (!node.empty() && r.node_id != node) continue;
+    if (!profiler.empty() && r.profiler != profiler) continue;
+    rows.push_back(&r);
+  }
+  if (rows.empty() && !node.empty()) {
+    return make_error(ErrorKind::bad_input, "node '{}' has no stats under {}; nodes: {}", node, dir,
+                      fmt::join(store::node_ids(index), ", "));
+  }
+  return rows;
+}
+
 }  // namespace sprof::query

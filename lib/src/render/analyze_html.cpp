@@ -10,6 +10,7 @@
 #include "render/page_text.hpp"
 #include "render/report_assets.hpp"
 #include "sprof/analyze_render.hpp"
+#include "sprof/file_bytes.hpp"
 #include "sprof/markup.hpp"
 
 namespace sprof::render {
@@ -140,6 +141,14 @@ std::string analyze_html(const report::AnalyzeReport& report, const report::Repo
   out += script_safe(assets::page_js);
   out += "\n</script>\n</body>\n</html>\n";
   return out;
+}
+
+Result<WrittenPage> write_analyze_html(const query::Profile& profile, const report::AnalyzeReport& report,
+                                       const std::string& path) {
+  SPROF_TRY(report::ReportViews views, report::report_views(profile, report, report::ReportViewOptions{}));
+  const std::string page = analyze_html(report, views);
+  SPROF_TRY_STATUS(store::write_file_atomically(path, page));
+  return WrittenPage{page.size(), views.flames.size()};
 }
 
 }  // namespace sprof::render

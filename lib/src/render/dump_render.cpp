@@ -1,9 +1,15 @@
 #include "sprof/dump_render.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "sprof/clock.hpp"
 
 namespace sprof::render {
 
@@ -75,6 +81,36 @@ std::string StackDump::json(const pyframes::StackSnapshot& snapshot, bool blocki
                           {"sample_wall_us", snapshot.wall_us},
                           {"sample_cpu_us", snapshot.cpu_us}}}};
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Status print_stack_dumps(pyframes::PythonProcess& process, const DumpRequest& request) {
+  StackDump dump(process);
+  pyframes::SampleOptions sample_options;
+  sample_options.blocking = request.blocking;
+  const int retries = request.count == 1 ? 10 : 0;
+  auto unix_now = [] { return static_cast<double>(realtime_ns()) / 1e9; };
+  auto next = std::chrono::steady_clock::now();
+  for (int i = 0; i < request.count; ++i) {
+    if (i > 0) {
+      next += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(request.interval_s));
+      std::this_thread::sleep_until(next);
+    }
+    SPROF_TRY(pyframes::StackSnapshot snapshot, pyframes::read_snapshot(process, sample_options, retries));
+    if (request.count == 1 && snapshot.stats.invalid > 0) {
+      spdlog::warn("{} thread stack(s) of process {} could not be read consistently and are left out; "
+                   "--blocking reads them exactly",
+                   snapshot.stats.invalid, process.pid());
+    }
+    if (request.json) {
+      fmt::print("{}", dump.json(snapshot, request.blocking, unix_now()));
+    } else {
+      if (i == 0) fmt::print("{}", dump.header(request.command));
+      fmt::print("{}", dump.text(snapshot, request.count > 1 ? std::optional<int>(i + 1) : std::nullopt, unix_now()));
+    }
+    std::fflush(stdout);
+  }
+  return {};
 }
 
 }  // namespace sprof::render

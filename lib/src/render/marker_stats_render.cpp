@@ -68,4 +68,24 @@ std::string marker_stats_json(const report::MarkerStats& stats) {
   return doc.dump(2) + "\n";
 }
 
+std::string markers_text(const std::vector<report::MarkerStats>& processes, bool single) {
+  std::string out;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    if (!single) fmt::format_to(std::back_inserter(out), "{}Process {}\n", i > 0 ? "\n" : "", processes[i].pid);
+    out += marker_stats_table(processes[i]);
+  }
+  return out;
+}
+
+std::string markers_json(const std::vector<report::MarkerStats>& processes, bool single) {
+  if (single && processes.size() == 1) return marker_stats_json(processes.front());
+  std::string out = "{\n";
+  for (size_t i = 0; i < processes.size(); ++i) {
+    std::string doc = marker_stats_json(processes[i]);
+    doc.pop_back();  // its newline: the object goes on inside the outer one
+    fmt::format_to(std::back_inserter(out), "\"{}\": {}{}\n", processes[i].pid, doc, i + 1 < processes.size() ? "," : "");
+  }
+  return out + "}\n";
+}
+
 }  // namespace sprof::render

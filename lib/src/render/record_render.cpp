@@ -1,10 +1,16 @@
 #include "sprof/record_render.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sprof/markup.hpp"
 #include "sprof/open_profile.hpp"
 #include "sprof/profile_samples.hpp"
+#include "sprof/step_timeline.hpp"
 
 namespace sprof::render {
 namespace {
@@ -48,6 +54,88 @@ Result<std::string> record_summary(const std::filesystem::path& dir, const store
   filter.gil_only = gil_only;
   report::SampleSummary summary = report::summarize(profile, filter, 10);
   return record_summary_text(manifest, summary, view.describe() + (gil_only ? ", GIL holders" : ""));
+}
+
+std::string record_closing_text(const recorder::Recording& recording, const report::TimeView& view, bool gil_only,
+                                const std::string& trace_windows) {
+  const launch::RecordResult& result = recording.result;
+  std::string out;
+  if (result.sampled_any) {
+    auto summary = record_summary(result.output_dir, result.manifest, view, gil_only);
+    if (summary.ok()) {
+      out += *summary;
+    } else {
+      spdlog::warn("cannot read back the profile for the summary: {}", summary.error().message);
+    }
+  }
+  if (std::string text = recording.steps.text(); !text.empty()) {
+    out += fmt::format("sprof: {}\n", text);
+  } else if (result.sampled_any) {
+    out += fmt::format("sprof: {}\n", timeline::kNoStepsHint);
+  }
+  if (recording.interval_stats) out += fmt::format("sprof: {}\n", recording.interval_stats->text());
+  if (!trace_windows.empty()) out += fmt::format("sprof: {}\n", trace_windows);
+  const std::string dir = result.output_dir.string();
+  if (result.write_errors.empty()) return out + fmt::format("sprof: wrote {}\n", dir);
+  out += fmt::format("sprof: the profile in {} is incomplete: {} write{} failed (above); it reads up to the last "
+                     "complete sample chunk, and `sprof stats-dirs {}` finishes it once there is room\n",
+                     dir, result.write_errors.size(), result.write_errors.size() == 1 ? "" : "s", dir);
+  if (result.manifest.exit_status) {
+    out += fmt::format("sprof: the command itself exited with status {}\n", *result.manifest.exit_status);
+  }
+  return out;
+}
+
+std::string upload_closing_text(const remote::LiveUploadResult& up) {
+  const std::string local = up.local_dir.string();
+  if (up.not_uploaded.empty()) return fmt::format("sprof: uploaded {} to {}\n", local, up.url);
+  std::string out;
+  for (const std::string& f : up.not_uploaded) out += fmt::format("sprof: not uploaded: {}\n", f);
+  out += fmt::format("sprof: {} of {} files not uploaded to {}; the profile is whole in {}, and `sprof upload {} {}` "
+                     "finishes the upload\n", up.not_uploaded.size(), up.files, up.url, local, local, up.url);
+  return out;
+}
+
+std::function<bool(size_t, size_t)> stats_directories_progress(bool show) {
+  if (!show) return {};
+  using Clock = std::chrono::steady_clock;
+  struct State {
+    Clock::time_point start = Clock::now();
+    Clock::time_point next{};
+    bool shown = false;
+  };
+  auto state = std::make_shared<State>();
+  return [state](size_t done, size_t total) {
+    auto now = Clock::now();
+    if (done >= total) {
+      if (state->shown) fmt::print(stderr, "\r\x1b[K");
+      state->shown = false;
+    } else if (now - state->start >= std::chrono::seconds(1) && now >= state->next) {
+      fmt::print(stderr, "\rsprof: writing stats directories {}/{}\x1b[K", done, total);
+      std::fflush(stderr);
+      state->shown = true;
+      state->next = now + std::chrono::milliseconds(250);
+    }
+    return true;
+  };
+}
+
+void RecordStatusLine::on_progress(const launch::RecordProgress& p) {
+  double share = p.samples + p.invalid == 0 ? 0.0 : 100.0 * double(p.invalid) / double(p.samples + p.invalid);
+  fmt::print(stderr, "\rsprof: {:.1f} s, {} samples, {} process{}, {} thread{}, {:.1f}% invalid\x1b[K", p.elapsed_s,
+             p.samples, p.processes, p.processes == 1 ? "" : "es", p.threads, p.threads == 1 ? "" : "s", share);
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+Status RecordStatusLine::on_finish(const std::filesystem::path&, store::Manifest&) {
+  clear();
+  return {};
+}
+
+void RecordStatusLine::clear() {
+  if (shown_) fmt::print(stderr, "\r\x1b[K");
+  shown_ = false;
 }
 
 }  // namespace sprof::render

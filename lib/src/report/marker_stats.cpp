@@ -85,4 +85,24 @@ MarkerStats marker_stats(const timeline::ProcessTimeline& process, MarkerSort so
   return out;
 }
 
+MarkerSort parse_marker_sort(std::string_view name) {
+  if (name == "avg") return MarkerSort::avg;
+  if (name == "min") return MarkerSort::min;
+  if (name == "max") return MarkerSort::max;
+  if (name == "count") return MarkerSort::count;
+  return MarkerSort::total;
+}
+
+Result<std::vector<MarkerStats>> profile_marker_stats(const query::Profile& profile, int pid, MarkerSort sort,
+                                                      bool ascending, const std::string& dir) {
+  SPROF_TRY(const timeline::StepTimeline* timeline, profile.step_timeline());
+  std::vector<MarkerStats> out;
+  for (const auto& p : timeline->processes) {
+    if (pid == 0 || p.pid == pid) out.push_back(marker_stats(p, sort, ascending));
+  }
+  if (pid != 0 && out.empty()) return make_error(ErrorKind::usage, "--pid {}: no markers of that process in {}", pid, dir);
+  if (out.empty()) return make_error(ErrorKind::bad_input, "{}: no markers (markers/markers.log)", dir);
+  return out;
+}
+
 }  // namespace sprof::report

@@ -1,14 +1,14 @@
-#include "fail_on.hpp"
+// --fail-on of `rules`, `analyze` and `record`: which rules' findings fail the run.
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include <fmt/ranges.h>
 
-#include "exit_codes.hpp"
+#include "sprof/rules.hpp"
 
-namespace sprof::cli {
+namespace sprof::rules {
 namespace {
 
 std::string lower(std::string text) {
@@ -18,7 +18,7 @@ std::string lower(std::string text) {
 
 }  // namespace
 
-Result<std::vector<std::string>> parse_fail_on(const std::string& text, const std::vector<rules::RuleResult>& results) {
+Result<std::vector<std::string>> parse_fail_on(const std::string& text, const std::vector<RuleResult>& results) {
   std::vector<std::string> names;
   if (text.empty()) return names;
   if (lower(text) == "any") {
@@ -32,7 +32,7 @@ Result<std::vector<std::string>> parse_fail_on(const std::string& text, const st
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (name.empty()) continue;
     auto it = std::find_if(results.begin(), results.end(),
-                           [&](const rules::RuleResult& r) { return lower(r.rule) == lower(name); });
+                           [&](const RuleResult& r) { return lower(r.rule) == lower(name); });
     if (it == results.end()) {
       std::vector<std::string> ran;
       for (const auto& r : results) ran.push_back(r.rule);
@@ -44,15 +44,11 @@ Result<std::vector<std::string>> parse_fail_on(const std::string& text, const st
   return names;
 }
 
-int fail_on_exit_code(const std::vector<rules::RuleResult>& results, const std::vector<std::string>& fail_on,
-                      const std::string& text) {
+const RuleResult* first_failing(const std::vector<RuleResult>& results, const std::vector<std::string>& names) {
   for (const auto& r : results) {
-    if (r.status == rules::RuleStatus::issues_found && std::find(fail_on.begin(), fail_on.end(), r.rule) != fail_on.end()) {
-      spdlog::info("{} found issues (--fail-on {})", r.rule, text);
-      return kExitIssuesFound;
-    }
+    if (r.status == RuleStatus::issues_found && std::find(names.begin(), names.end(), r.rule) != names.end()) return &r;
   }
-  return kExitSuccess;
+  return nullptr;
 }
 
-}  // namespace sprof::cli
+}  // namespace sprof::rules
