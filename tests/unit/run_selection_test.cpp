@@ -57,7 +57,7 @@ TEST_CASE("a run is selected by steps or by times, never both", "[run_selection]
   CHECK(query::parse_run_selection(times).error().message == "--end-time must be after --start-time");
 }
 
-TEST_CASE("--fail-on names rules that ran, in any case", "[rules]") {
+TEST_CASE("fail-on names rules that ran, in any case", "[rules]") {
   std::vector<rules::RuleResult> results(2);
   results[0].rule = "StepOutlier";
   results[1].rule = "CPUBottleneck";
