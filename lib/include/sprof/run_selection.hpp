@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sprof/modes.hpp"
@@ -35,6 +36,12 @@ struct StepRange {
 };
 struct TimeRange {
   std::optional<double> start_us, end_us;  // epoch µs
+  // As [begin, end) on a clock that reads epoch ns minus `epoch_offset_ns`; open ends are the
+  // clock's extremes.
+  std::pair<int64_t, int64_t> clock_window(int64_t epoch_offset_ns) const {
+    auto to_ns = [&](double us) { return static_cast<int64_t>(us * 1000.0) - epoch_offset_ns; };
+    return {start_us ? to_ns(*start_us) : INT64_MIN, end_us ? to_ns(*end_us) : INT64_MAX};
+  }
 };
 struct RunSelection {
   std::optional<StepRange> steps;

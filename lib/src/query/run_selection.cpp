@@ -78,18 +78,16 @@ Result<std::optional<std::vector<SampleWindow>>> selected_sample_windows(const P
     return make_error(ErrorKind::usage, "{}: no sprof.json, so steps and times cannot select samples", dir);
   }
   std::vector<SampleWindow> windows;
-  if (const StepRange* steps = selection.steps ? &*selection.steps : nullptr) {
+  if (selection.steps) {
+    const StepRange& steps = *selection.steps;
     SPROF_TRY(const timeline::StepTimeline* timeline, profile.step_timeline());
-    windows = step_windows(*timeline, steps->mode, steps->first, steps->last);
+    windows = step_windows(*timeline, steps.mode, steps.first, steps.last);
     if (windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", dir);
   } else {
-    const TimeRange& times = *selection.times;
-    const int64_t offset = samples->manifest->epoch_offset_ns();
-    auto to_ns = [offset](double us) { return static_cast<int64_t>(us * 1000.0) - offset; };
+    auto [begin_ns, end_ns] = selection.times->clock_window(samples->manifest->epoch_offset_ns());
     std::vector<int32_t> pids;
     for (const auto& p : samples->processes) pids.push_back(p.log.pid());
-    windows = time_windows(pids, times.start_us ? to_ns(*times.start_us) : INT64_MIN,
-                           times.end_us ? to_ns(*times.end_us) : INT64_MAX);
+    windows = time_windows(pids, begin_ns, end_ns);
   }
   return std::optional<std::vector<SampleWindow>>{std::move(windows)};
 }

@@ -1,7 +1,6 @@
 #include "record/record_session.hpp"
 
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,13 +46,6 @@ constexpr int64_t kFirstRetryNs = 5 * kMs;
 constexpr int64_t kFastRetryMaxNs = 50 * kMs;
 constexpr int64_t kSlowRetryNs = 1000 * kMs;
 constexpr int kMaxFailures = 50;
-
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
 
 // The command as a shell would take it back, for messages.
 std::string command_text(const std::vector<std::string>& command) {
@@ -621,7 +613,7 @@ Result<RecordResult> RecordSession::finish() {
   int64_t hooks_cpu_ns = 0;
   for (const HookCost& c : hook_costs_) hooks_cpu_ns += c.while_sampling_cpu_ns;
   h.sampler_cpu_s = double(std::max<int64_t>(thread_cpu_ns() - session_cpu_start_ns_ - hooks_cpu_ns, 0)) / 1e9;
-  h.process_cpu_s = cpu_seconds();
+  h.process_cpu_s = double(process_cpu_ns()) / 1e9;
   manifest_.state = "complete";
   if (manifest_.mode == "attach" && !tracked_.empty()) manifest_.running_at_end = is_running(tracked_.front()->pid);
 

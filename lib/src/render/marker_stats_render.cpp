@@ -78,7 +78,7 @@ std::string markers_text(const std::vector<report::MarkerStats>& processes, bool
 }
 
 std::string markers_json(const std::vector<report::MarkerStats>& processes, bool single) {
-  if (single && processes.size() == 1) return marker_stats_json(processes.front());
+  if (single) return marker_stats_json(processes.front());
   std::string out = "{\n";
   for (size_t i = 0; i < processes.size(); ++i) {
     std::string doc = marker_stats_json(processes[i]);

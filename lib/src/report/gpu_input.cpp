@@ -162,19 +162,16 @@ Result<GpuSelection> select_gpu_work(const GpuInput& input, int device, const qu
     bool known = std::any_of(input.trace.ops.begin(), input.trace.ops.end(), [&](const auto& op) { return op.device == device; });
     if (!known) return make_error(ErrorKind::usage, "--device {}: no GPU work on that device in {}", device, path);
   }
-  if (const query::StepRange* steps = selection.steps ? &*selection.steps : nullptr) {
+  if (selection.steps) {
     if (input.steps.empty()) {
       return make_error(ErrorKind::usage, "{}: no steps are known ({}), so steps cannot select GPU work", path,
                         input.profile ? "the profile has no step markers" : "the trace has no ProfilerStep#N events");
     }
-    out.windows = step_windows(input.steps, steps->mode, steps->first, steps->last);
+    const query::StepRange& steps = *selection.steps;
+    out.windows = step_windows(input.steps, steps.mode, steps.first, steps.last);
     if (out.windows.empty()) return make_error(ErrorKind::usage, "no step of {} matches the step flags", path);
   }
-  if (const query::TimeRange* times = selection.times ? &*selection.times : nullptr) {
-    const int64_t start = times->start_us ? int64_t(*times->start_us * 1000.0) - input.epoch_offset_ns : INT64_MIN;
-    const int64_t end = times->end_us ? int64_t(*times->end_us * 1000.0) - input.epoch_offset_ns : INT64_MAX;
-    out.windows.emplace_back(start, end);
-  }
+  if (selection.times) out.windows.push_back(selection.times->clock_window(input.epoch_offset_ns));
   return out;
 }
 
