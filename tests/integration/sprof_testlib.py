@@ -138,3 +138,11 @@ class TempDirTestCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="sprof-test-")
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        # sprof's private files (the bootstrap, sockets) go under $TMPDIR; a test that kills sprof
+        # with SIGKILL leaves them behind, so they go under this test's directory, not the system's.
+        own = os.path.join(self.tmp, "tmpdir")
+        os.mkdir(own)
+        before = os.environ.get("TMPDIR")
+        os.environ["TMPDIR"] = own
+        self.addCleanup(lambda: os.environ.__setitem__("TMPDIR", before) if before is not None
+                        else os.environ.pop("TMPDIR", None))
