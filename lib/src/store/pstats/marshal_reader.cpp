@@ -12,6 +12,10 @@ void Reader::fail(size_t at, std::string message) const {
   throw DecodeError{at, std::move(message)};
 }
 
+void Reader::ends_before(const char* what) const {
+  fail(offset(), std::string("file ends where ") + what + " should start");
+}
+
 void Reader::truncated(size_t n, size_t start) const {
   fail(offset(), fmt::format("file is truncated: the object that starts at byte {} needs {} more "
                              "byte{} but {} {} left",

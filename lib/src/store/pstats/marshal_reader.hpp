@@ -30,7 +30,7 @@ class Reader {
 
   // The next type code; at the end of input "file ends where <what> should start".
   uint8_t code(const char* what) {
-    if (p_ == end_) fail(offset(), std::string("file ends where ") + what + " should start");
+    if (p_ == end_) [[unlikely]] ends_before(what);
     return *p_++;
   }
   // The next type code without consuming it (the caller checked !at_end()).
@@ -78,12 +78,14 @@ class Reader {
   double float_text_body(size_t start);
 
   [[noreturn]] void fail(size_t at, std::string message) const;
+  // "file ends where <what> should start"
+  [[noreturn, gnu::cold, gnu::noinline]] void ends_before(const char* what) const;
 
  private:
   void need(size_t n, size_t start) const {
-    if (static_cast<size_t>(end_ - p_) < n) truncated(n, start);
+    if (static_cast<size_t>(end_ - p_) < n) [[unlikely]] truncated(n, start);
   }
-  [[noreturn]] void truncated(size_t n, size_t start) const;
+  [[noreturn, gnu::cold, gnu::noinline]] void truncated(size_t n, size_t start) const;
 
   const uint8_t* begin_;
   const uint8_t* p_;

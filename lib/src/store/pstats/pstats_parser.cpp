@@ -145,11 +145,12 @@ class Parser {
 
   void charge(size_t at, uint64_t cost) {
     used_ += cost;
-    if (used_ > budget_) {
-      r_.fail(at, fmt::format("back-references expand the data beyond {} bytes; refusing a file "
-                              "this size ({} bytes) that claims so much",
-                              budget_, r_.size()));
-    }
+    if (used_ > budget_) [[unlikely]] over_budget(at);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void over_budget(size_t at) {
+    r_.fail(at, fmt::format("back-references expand the data beyond {} bytes; refusing a file "
+                            "this size ({} bytes) that claims so much",
+                            budget_, r_.size()));
   }
 
   uint32_t reserve_slot(uint8_t code) {
@@ -158,33 +159,54 @@ class Parser {
     return static_cast<uint32_t>(slots_.size() - 1);
   }
 
-  const Slot& referenced(size_t start, const char* role) {
+  // The hot readers below are inlined into each other; what they say when the input is wrong is
+  // built in the cold functions after them, off the path every object takes.
+  [[gnu::always_inline]] const Slot& referenced(size_t start, const char* role) {
     int32_t index = r_.i32(start);
-    if (index < 0 || static_cast<size_t>(index) >= slots_.size()) {
-      r_.fail(start, fmt::format("{} is a back-reference to object #{}, but only {} objects "
-                                 "were flagged for reference before it",
-                                 role, index, slots_.size()));
+    if (index < 0 || static_cast<size_t>(index) >= slots_.size()) [[unlikely]] {
+      bad_reference(start, role, index);
     }
     const Slot& slot = slots_[static_cast<size_t>(index)];
-    if (slot.kind == SlotKind::pending) {
-      r_.fail(start, fmt::format("{} is a back-reference to {} (a cycle)", role,
-                                 describe(slot.kind)));
-    }
+    if (slot.kind == SlotKind::pending) [[unlikely]] cyclic_reference(start, role, slot);
     return slot;
   }
 
-  [[noreturn]] void wrong_type(size_t start, const char* role, uint8_t code,
-                               const char* expected) {
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_reference(size_t start, const char* role, int32_t index) {
+    r_.fail(start, fmt::format("{} is a back-reference to object #{}, but only {} objects "
+                               "were flagged for reference before it",
+                               role, index, slots_.size()));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void cyclic_reference(size_t start, const char* role, const Slot& slot) {
+    r_.fail(start, fmt::format("{} is a back-reference to {} (a cycle)", role, describe(slot.kind)));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_type(size_t start, const char* role, uint8_t code,
+                                                         const char* expected) {
     r_.fail(start, fmt::format("{} is {}, expected {}", role, marshal::describe_code(code),
                                expected));
   }
-  [[noreturn]] void wrong_ref(size_t start, const char* role, const Slot& slot,
-                              const char* expected) {
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_ref(size_t start, const char* role, const Slot& slot,
+                                                        const char* expected) {
     r_.fail(start, fmt::format("{} is a back-reference to {}, expected {}", role,
                                describe(slot.kind), expected));
   }
+  [[noreturn, gnu::cold, gnu::noinline]] void not_utf8(size_t start, const char* role) {
+    r_.fail(start, fmt::format("{} is a str that is not valid UTF-8", role));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_size(size_t start, const char* role, size_t n, const char* shape) {
+    r_.fail(start, fmt::format("{} is a tuple of {} item{}, expected {}", role, n, n == 1 ? "" : "s", shape));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void negative_tuple_length(size_t start, int32_t n) {
+    r_.fail(start, fmt::format("tuple has a negative length ({})", n));
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void value_missing(size_t start, const char* what) {
+    r_.fail(start, what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void callers_unterminated(size_t start) {
+    r_.fail(r_.offset(), fmt::format("file is truncated: the callers dict that starts at byte {} has no end marker",
+                                     start));
+  }
 
-  StrValue read_str(const char* role) {
+  [[gnu::always_inline]] StrValue read_str(const char* role) {
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
     std::string_view text;
@@ -205,9 +227,7 @@ class Parser {
       case marshal::kUnicode:
       case marshal::kInterned:
         text = r_.bytes(r_.length32(start, "a str"), start);
-        if (!marshal::is_utf8_surrogatepass(text)) {
-          r_.fail(start, fmt::format("{} is a str that is not valid UTF-8", role));
-        }
+        if (!marshal::is_utf8_surrogatepass(text)) [[unlikely]] not_utf8(start, role);
         break;
       default: wrong_type(start, role, code, "a str");
     }
@@ -221,7 +241,7 @@ class Parser {
   }
 
   // marshal reads its ASCII types as Latin-1; pure ASCII (always, from CPython) stays in place.
-  std::string_view ascii_text(std::string_view raw) {
+  [[gnu::always_inline]] std::string_view ascii_text(std::string_view raw) {
     if (marshal::is_ascii(raw)) return raw;
     std::string& owned = out_->owned_strings.emplace_back();
     marshal::append_latin1_as_utf8(raw, owned);
@@ -229,7 +249,7 @@ class Parser {
   }
 
   // An int where pstats does integer arithmetic; bool is an int to Python.
-  int64_t read_int(const char* role) {
+  [[gnu::always_inline]] int64_t read_int(const char* role) {
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
     int64_t value = 0;
@@ -250,7 +270,7 @@ class Parser {
     return value;
   }
 
-  void remember_int(uint8_t code, int64_t value) {
+  [[gnu::always_inline]] void remember_int(uint8_t code, int64_t value) {
     if (code & kFlagRef) {
       Slot& slot = slots_.emplace_back();
       slot.kind = SlotKind::integer;
@@ -259,7 +279,7 @@ class Parser {
   }
 
   // A time: a float, or an int (Python adds either).
-  double read_real(const char* role) {
+  [[gnu::always_inline]] double read_real(const char* role) {
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
     double value = 0.0;
@@ -291,7 +311,7 @@ class Parser {
     return value;
   }
 
-  int64_t code_int_body(uint8_t code, size_t start) {
+  [[gnu::always_inline]] int64_t code_int_body(uint8_t code, size_t start) {
     switch (code & ~kFlagRef) {
       case marshal::kInt: return r_.i32(start);
       case marshal::kInt64: return r_.i64(start);
@@ -300,22 +320,19 @@ class Parser {
   }
 
   // Reads a tuple header (after its code byte) and checks the item count.
-  void tuple_size(uint8_t code, size_t start, size_t expected, const char* role,
-                  const char* shape) {
+  [[gnu::always_inline]] void tuple_size(uint8_t code, size_t start, size_t expected, const char* role,
+                                         const char* shape) {
     size_t n = (code & ~kFlagRef) == marshal::kSmallTuple ? r_.u8(start)
                                                            : static_cast<size_t>(tuple_len(start));
-    if (n != expected) {
-      r_.fail(start, fmt::format("{} is a tuple of {} item{}, expected {}", role, n,
-                                 n == 1 ? "" : "s", shape));
-    }
+    if (n != expected) [[unlikely]] wrong_size(start, role, n, shape);
   }
   int64_t tuple_len(size_t start) {
     int32_t n = r_.i32(start);
-    if (n < 0) r_.fail(start, fmt::format("tuple has a negative length ({})", n));
+    if (n < 0) [[unlikely]] negative_tuple_length(start, n);
     return n;
   }
 
-  KeyView read_key(const char* role) {
+  [[gnu::always_inline]] KeyView read_key(const char* role) {
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
     static constexpr const char* kShape = "a (file, line, name) tuple";
@@ -358,7 +375,7 @@ class Parser {
       }
       case marshal::kTuple:
       case marshal::kSmallTuple: break;
-      case marshal::kNull: r_.fail(start, "the stats dict ends after a key without its value");
+      case marshal::kNull: value_missing(start, "the stats dict ends after a key without its value");
       default: wrong_type(start, role, code, kShape);
     }
     tuple_size(code, start, 5, role, "(cc, nc, tt, ct, callers)");
@@ -393,11 +410,7 @@ class Parser {
     DictValue dict;
     dict.begin = static_cast<uint32_t>(out_->callers.size());
     while (true) {
-      if (r_.at_end()) {
-        r_.fail(r_.offset(), fmt::format("file is truncated: the callers dict that starts at "
-                                         "byte {} has no end marker",
-                                         start));
-      }
+      if (r_.at_end()) [[unlikely]] callers_unterminated(start);
       if ((r_.peek() & ~kFlagRef) == marshal::kNull) {
         r_.code("");
         break;
@@ -415,7 +428,7 @@ class Parser {
     return dict;
   }
 
-  CallerStats read_caller_value() {
+  [[gnu::always_inline]] CallerStats read_caller_value() {
     const char* role = "a value of a callers dict";
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
@@ -444,7 +457,7 @@ class Parser {
         return stats;
       case marshal::kTuple:
       case marshal::kSmallTuple: break;
-      case marshal::kNull: r_.fail(start, "a callers dict ends after a key without its value");
+      case marshal::kNull: value_missing(start, "a callers dict ends after a key without its value");
       default: wrong_type(start, role, code, kShape);
     }
     tuple_size(code, start, 4, role, "(nc, cc, tt, ct)");
