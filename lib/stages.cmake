@@ -14,7 +14,7 @@
 # tests/integration/test_layering.py checks the trees: every stage compiles its allowed headers and none other.
 
 sprof_stage(common
-  HEADERS clock closest_name demangle logging markup modes result temp_dir version)
+  HEADERS clock closest_name demangle json_output logging markup modes result temp_dir version)
 sprof_stage(pyframes DEPS common
   HEADERS pyframes)
 sprof_stage(store DEPS common FOLDERS codecs files gpu manifest markers pstats samples system traces
