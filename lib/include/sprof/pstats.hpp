@@ -83,7 +83,15 @@ class HashSlots {
     }
   }
   // Store `position` under `hash` (the caller has checked that its key is not there yet).
-  void insert(uint64_t hash, uint32_t position);
+  // Inline: the reader and the merge insert millions of keys.
+  void insert(uint64_t hash, uint32_t position) {
+    if ((count_ + 1) * 2 > slots_.size()) grow();
+    size_t mask = slots_.size() - 1;
+    size_t i = hash & mask;
+    while (slots_[i].position != npos) i = (i + 1) & mask;
+    slots_[i] = Slot{hash, position};
+    ++count_;
+  }
 
  private:
   struct Slot {
@@ -91,6 +99,7 @@ class HashSlots {
     uint32_t position = npos;
   };
   void rehash(size_t capacity);
+  void grow();
   std::vector<Slot> slots_;  // power-of-two size, at most half full
   size_t count_ = 0;
 };

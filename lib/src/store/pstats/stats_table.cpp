@@ -42,14 +42,7 @@ void HashSlots::reset(size_t expected) {
   count_ = 0;
 }
 
-void HashSlots::insert(uint64_t hash, uint32_t position) {
-  if ((count_ + 1) * 2 > slots_.size()) rehash(std::max<size_t>(16, slots_.size() * 2));
-  size_t mask = slots_.size() - 1;
-  size_t i = hash & mask;
-  while (slots_[i].position != npos) i = (i + 1) & mask;
-  slots_[i] = Slot{hash, position};
-  ++count_;
-}
+void HashSlots::grow() { rehash(std::max<size_t>(16, slots_.size() * 2)); }
 
 void HashSlots::rehash(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);
