@@ -415,9 +415,9 @@ class Parser {
         r_.code("");
         break;
       }
-      CallerView caller;
-      caller.key = read_key("a key of a callers dict");
-      caller.stats = read_caller_value();
+      // Built whole (braces evaluate in order): a default-constructed one is zeroed first.
+      KeyView key = read_key("a key of a callers dict");
+      const CallerView caller{key, read_caller_value()};
       dict.cost += key_cost(caller.key);
       store_caller(dict, caller);
     }
