@@ -140,7 +140,7 @@ class TempDirTestCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         # sprof's private files (the bootstrap, sockets) go under $TMPDIR; a test that kills sprof
         # with SIGKILL leaves them behind, so they go under this test's directory, not the system's.
-        own = os.path.join(self.tmp, "sprof-tmpdir")
+        own = os.path.join(self.tmp, "test-tmpdir")  # a name no test makes or looks for
         os.mkdir(own)
         before = os.environ.get("TMPDIR")
         os.environ["TMPDIR"] = own
