@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 SPROF_BIN = os.environ.get("SPROF_BIN", "")
 SOURCE_DIR = os.environ.get("SPROF_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
@@ -142,7 +143,6 @@ class TempDirTestCase(unittest.TestCase):
         # with SIGKILL leaves them behind, so they go under this test's directory, not the system's.
         own = os.path.join(self.tmp, "test-tmpdir")  # a name no test makes or looks for
         os.mkdir(own)
-        before = os.environ.get("TMPDIR")
-        os.environ["TMPDIR"] = own
-        self.addCleanup(lambda: os.environ.__setitem__("TMPDIR", before) if before is not None
-                        else os.environ.pop("TMPDIR", None))
+        environment = mock.patch.dict(os.environ, {"TMPDIR": own})
+        environment.start()
+        self.addCleanup(environment.stop)

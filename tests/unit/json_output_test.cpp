@@ -1,6 +1,5 @@
 // sprof/json_output.hpp: append_json_text must write exactly what nlohmann's
-// dump(indent, ' ', false, replace) writes, for every kind of value; JsonObjectBuilder must build
-// the object operator[] would.
+// dump(indent, ' ', false, replace) writes, for every kind of value.
 
 #include <bit>
 #include <cmath>
@@ -83,21 +82,4 @@ TEST_CASE("json text: binary values as nlohmann writes them", "[json_output]") {
   check_all_indents(Json::binary({1, 2, 255}));
   check_all_indents(Json::binary({}, 7));
   check_all_indents(Json{{"blob", Json::binary({0, 9}, 3)}});
-}
-
-TEST_CASE("JsonObjectBuilder builds what operator[] builds, in order", "[json_output]") {
-  Json expected;
-  expected["name"] = "step";
-  expected["start_time_since_epoch_in_micros"] = 1.5e15;
-  expected["end_step"] = nullptr;
-  expected["callers"] = Json::array({1, 2});
-  Json built = sprof::JsonObjectBuilder(4)
-                   .add("name", "step")
-                   .add("start_time_since_epoch_in_micros", 1.5e15)
-                   .add("end_step", nullptr)
-                   .add("callers", Json::array({1, 2}))
-                   .take();
-  CHECK(built == expected);
-  CHECK(built.dump() == expected.dump());
-  CHECK(built["end_step"].is_null());  // lookups still work on the appended members
 }

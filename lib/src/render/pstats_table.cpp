@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "sprof/json_output.hpp"
 #include "sprof/markup.hpp"
 
 #include "sprof/stats_dir.hpp"
@@ -14,10 +13,12 @@ namespace {
 
 std::string f8(double x) { return fmt::format("{:8.3f}", x); }
 
-// The key's members and room for `more` after them.
-JsonObjectBuilder key_json(const store::FunctionKey& key, size_t more) {
-  JsonObjectBuilder j(4 + more);
-  j.add("file", key.file).add("line", key.line).add("function", key.name).add("label", func_std_string(key));
+Json key_json(const store::FunctionKey& key) {
+  Json j;
+  j["file"] = key.file;
+  j["line"] = key.line;
+  j["function"] = key.name;
+  j["label"] = func_std_string(key);
   return j;
 }
 
@@ -112,29 +113,27 @@ std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
 
 Json functions_json(const std::vector<const FunctionEntry*>& rows) {
   Json list = Json::array();
-  list.get_ref<Json::array_t&>().reserve(rows.size());
   for (const FunctionEntry* entry : rows) {
     const store::FunctionStats& s = entry->second;
-    JsonObjectBuilder j = key_json(entry->first, 7);
-    j.add("ncalls", s.nc)
-        .add("pcalls", s.cc)
-        .add("tottime", s.tt)
-        .add("cumtime", s.ct)
-        .add("tottime_percall", nullable(s.nc ? s.tt / static_cast<double>(s.nc) : 0.0, s.nc != 0))
-        .add("cumtime_percall", nullable(s.cc ? s.ct / static_cast<double>(s.cc) : 0.0, s.cc != 0));
+    Json j = key_json(entry->first);
+    j["ncalls"] = s.nc;
+    j["pcalls"] = s.cc;
+    j["tottime"] = s.tt;
+    j["cumtime"] = s.ct;
+    j["tottime_percall"] = nullable(s.nc ? s.tt / static_cast<double>(s.nc) : 0.0, s.nc != 0);
+    j["cumtime_percall"] = nullable(s.cc ? s.ct / static_cast<double>(s.cc) : 0.0, s.cc != 0);
     Json callers = Json::array();
-    callers.get_ref<Json::array_t&>().reserve(s.callers.size());
     for (const auto& [caller, c] : s.callers) {
+      Json cj = key_json(caller);
+      cj["ncalls"] = c.nc;
       // The `profile` module records a bare call count per caller; cProfile a 4-tuple.
-      callers.push_back(key_json(caller, 4)
-                            .add("ncalls", c.nc)
-                            .add("pcalls", c.is_count ? Json(nullptr) : Json(c.cc))
-                            .add("tottime", c.is_count ? Json(nullptr) : Json(c.tt))
-                            .add("cumtime", c.is_count ? Json(nullptr) : Json(c.ct))
-                            .take());
+      cj["pcalls"] = c.is_count ? Json(nullptr) : Json(c.cc);
+      cj["tottime"] = c.is_count ? Json(nullptr) : Json(c.tt);
+      cj["cumtime"] = c.is_count ? Json(nullptr) : Json(c.ct);
+      callers.push_back(std::move(cj));
     }
-    j.add("callers", std::move(callers));
-    list.push_back(j.take());
+    j["callers"] = std::move(callers);
+    list.push_back(std::move(j));
   }
   return list;
 }

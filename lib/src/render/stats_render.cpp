@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-#include "sprof/json_output.hpp"
 #include "sprof/markup.hpp"
 #include "sprof/stats_dir.hpp"
 #include "sprof/text_table.hpp"
@@ -23,24 +22,24 @@ std::string end_step_text(const store::StatsDirName& name) {
 }
 
 Json record_json(const store::StatsRecord& r) {
+  Json j;
   // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
   // null for an end `*` (smdebug's float('inf') has no JSON spelling).
-  return JsonObjectBuilder(14)
-      .add("profiler_name", r.profiler)
-      .add("framework", r.framework)
-      .add("node_id", r.node_id)
-      .add("start_mode", sprof::to_string(r.name.start.mode))
-      .add("start_step", r.name.start.step ? *r.name.start.step : -1)
-      .add("start_phase", sprof::to_string(r.name.start.phase))
-      .add("start_time_since_epoch_in_micros", r.name.start.time_us)
-      .add("end_mode", sprof::to_string(r.name.end.mode))
-      .add("end_step", r.name.end.step ? Json(*r.name.end.step) : Json(nullptr))
-      .add("end_phase", sprof::to_string(r.name.end.phase))
-      .add("end_time_since_epoch_in_micros", r.name.end.time_us)
-      .add("stats_path", r.path.string())
-      .add("stats_dir", r.dir_name)
-      .add("name_format", store::to_string(r.name.format))
-      .take();
+  j["profiler_name"] = r.profiler;
+  j["framework"] = r.framework;
+  j["node_id"] = r.node_id;
+  j["start_mode"] = sprof::to_string(r.name.start.mode);
+  j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
+  j["start_phase"] = sprof::to_string(r.name.start.phase);
+  j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
+  j["end_mode"] = sprof::to_string(r.name.end.mode);
+  j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
+  j["end_phase"] = sprof::to_string(r.name.end.phase);
+  j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
+  j["stats_path"] = r.path.string();
+  j["stats_dir"] = r.dir_name;
+  j["name_format"] = store::to_string(r.name.format);
+  return j;
 }
 
 Json problems_json(const std::vector<store::Problem>& problems) {
@@ -102,7 +101,6 @@ bool estimated_from_samples(const query::Aggregate& aggregate) {
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
                            const FunctionOrder& order) {
   Json stats = Json::array();
-  stats.get_ref<Json::array_t&>().reserve(aggregate.used.size());
   for (const store::StatsRecord* r : aggregate.used) stats.push_back(record_json(*r));
   into["stats"] = std::move(stats);
   into["skipped"] = problems_json(aggregate.unreadable);
