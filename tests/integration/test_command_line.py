@@ -2,6 +2,8 @@
 (exit 2) that names it and suggests the nearest real one, with sprof's prefix; `sprof top` alone
 says what it needs."""
 import os
+import re
+import shutil
 
 from sprof_testlib import EXIT_USAGE, SOURCE_DIR, TempDirTestCase, run_sprof
 
@@ -71,6 +73,25 @@ class Typos(TempDirTestCase):
         for documented in ("is not a sprof command", ": unknown option ", ": no such directory", ": cannot write: ",
                            ": command not found", ": give a command to run"):
             self.assertIn(documented, man.replace("\\-", "-").replace('"', ""))
+
+    def test_parent_of_recordings(self):
+        # A directory that holds profiles but is none (the system's temporary directory, a runs/
+        # folder) gets the same one line from every command, naming the profiles inside it; list-stats
+        # used to walk it as a profiler directory and cite a file of one of the profiles below.
+        parent = os.path.join(self.tmp, "runs")
+        for name in ("a", "b"):
+            shutil.copytree(PROFILE, os.path.join(parent, name))
+        os.makedirs(os.path.join(parent, "logs", "deeper"))
+        expected = r"^sprof: error: %s: not a profile directory \(none of sprof.json, samples/, system/, framework/\); " \
+                   r"profiles inside it: %s, %s$" % (re.escape(parent), re.escape(os.path.join(parent, "a")),
+                                                    re.escape(os.path.join(parent, "b")))
+        for command in (["list-stats"], ["nodes"], ["analyze"], ["rules"], ["fetch-by-step", "--start-step", "0"],
+                        ["by-phase", "--job-phase"]):
+            with self.subTest(command=command[0]):
+                proc = run_sprof(command[0], parent, *command[1:], check=EXIT_USAGE)
+                self.assertRegex(proc.stderr.strip(), expected)
+        proc = run_sprof("list-stats", os.path.join(parent, "logs"), check=EXIT_USAGE)
+        self.assertRegex(proc.stderr.strip(), r"^sprof: error: .*/runs/logs: not a profile directory \(.*\)$")
 
 
 if __name__ == "__main__":

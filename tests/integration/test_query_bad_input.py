@@ -58,7 +58,7 @@ class BadInputTest(QueryAssertions, TempDirTestCase):
         os.mkdir(empty)
         proc = run_sprof("list-stats", empty, check=EXIT_USAGE)
         self.assertIn(empty, proc.stderr)
-        self.assertIn("no python profiling stats", proc.stderr)
+        self.assertIn(empty + ": not a profile directory", proc.stderr)
 
     def test_file_as_profile_directory(self):
         path = os.path.join(self.tmp, "a-file")

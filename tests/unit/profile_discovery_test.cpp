@@ -134,7 +134,24 @@ TEST_CASE("discovery errors name the directory", "[discovery]") {
 
   auto empty = discover_profile(tmp.path);
   REQUIRE_FALSE(empty.ok());
-  CHECK(empty.error().message.find(tmp.path.string()) != std::string::npos);
+  CHECK(empty.error().message == tmp.path.string() +
+                                     ": not a profile directory (none of sprof.json, samples/, system/, framework/)");
+
+  // A parent of recordings is not walked as a profiler directory: the profiles inside are named.
+  touch(tmp.path / "run-b" / "framework" / "pytorch" / "cprofile" / "0-algo-1" /
+        "train-1-stepstart-30.0_train-1-stepend-40.0" / "python_stats");
+  fs::create_directories(tmp.path / "run-a" / "system");
+  fs::create_directories(tmp.path / "logs");
+  auto parent = discover_profile(tmp.path);
+  REQUIRE_FALSE(parent.ok());
+  CHECK(parent.error().message.ends_with("; profiles inside it: " + (tmp.path / "run-a").string() + ", " +
+                                         (tmp.path / "run-b").string()));
+  // A profiler directory (smdebug's names) without stats yet is still one.
+  fs::path bare_profiler = tmp.path / "run-a" / "framework" / "pytorch" / "pyinstrument";
+  fs::create_directories(bare_profiler / "0-algo-1");
+  auto bare = discover_profile(bare_profiler);
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.error().message.starts_with("no python profiling stats under"));
 
   touch(tmp.path / "file");
   auto file = discover_profile(tmp.path / "file");

@@ -69,4 +69,9 @@ ProfileContents detect(const std::filesystem::path& dir);
 // "DIR: no such directory", "DIR: not a directory", or why it cannot be read.
 Status check_directory(const std::filesystem::path& dir);
 
+// The one wording, for every command, of a directory that holds no profile (bad_input):
+// "DIR: not a profile directory (none of sprof.json, samples/, system/, framework/)", naming
+// the profiles directly inside it, if any (a parent of several recordings, given by mistake).
+Error not_a_profile_error(const std::filesystem::path& dir);
+
 }  // namespace sprof::store

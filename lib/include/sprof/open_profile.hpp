@@ -34,6 +34,8 @@ class Profile {
   const std::filesystem::path& dir() const;
   // Which parts of the layout are present (sprof.json, samples/, framework/, system/, markers).
   const store::ProfileContents& contents() const;
+  // The one wording of a directory that holds no profile (store::not_a_profile_error).
+  Error not_a_profile() const;
 
   // sprof.json; an error when it is absent or cannot be parsed.
   Result<const store::Manifest*> manifest() const;

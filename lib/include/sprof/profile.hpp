@@ -48,8 +48,8 @@ struct Problem {
   std::string message;
 };
 
-// Which level of the layout the given directory was recognised as.
-enum class ProfileLevel { root, framework_dir, framework, profiler, node };
+// Which level of the layout the given directory was recognised as (none: not part of a profile).
+enum class ProfileLevel { root, framework_dir, framework, profiler, node, none };
 std::string_view to_string(ProfileLevel level);
 
 struct ProfileIndex {

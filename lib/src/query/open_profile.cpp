@@ -50,6 +50,8 @@ const fs::path& Profile::dir() const { return loaded_->dir; }
 
 const store::ProfileContents& Profile::contents() const { return loaded_->contents; }
 
+Error Profile::not_a_profile() const { return store::not_a_profile_error(loaded_->dir); }
+
 Result<const store::Manifest*> Profile::manifest() const {
   return once(loaded_->manifest, [&] { return store::read_manifest(loaded_->dir); });
 }

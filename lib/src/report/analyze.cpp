@@ -290,10 +290,7 @@ Result<AnalyzeReport> analyze(const query::Profile& profile, const AnalyzeOption
   const fs::path& dir = profile.dir();
   const store::ProfileContents& contents = profile.contents();
   bool sprof_profile = contents.sprof();
-  if (!contents.profile()) {
-    return make_error(ErrorKind::bad_input,
-                      "{}: not a profile directory (none of sprof.json, samples/, system/, framework/)", dir.string());
-  }
+  if (!contents.profile()) return profile.not_a_profile();
 
   AnalyzeReport report;
   report.dir = dir;

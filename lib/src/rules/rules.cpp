@@ -39,8 +39,10 @@ std::string report_json(const RuleResult& result) {
 }
 
 Result<RulesInput> load_rules_input(const query::Profile& profile) {
+  if (!profile.contents().profile()) return profile.not_a_profile();
   if (!profile.contents().rule_data()) {
-    return make_error(ErrorKind::bad_input, "{} is not a profile directory (it has neither system/ nor framework/)",
+    // sprof's samples alone: the rules read smdebug's system metrics and framework timeline.
+    return make_error(ErrorKind::bad_input, "{}: no rule data (neither system/ nor framework/)",
                       profile.dir().string());
   }
   RulesInput input;

@@ -1,5 +1,12 @@
 #include "sprof/layout.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "sprof/profile_files.hpp"
 
 namespace sprof::store {
@@ -20,6 +27,28 @@ Status check_directory(const fs::path& dir) {
   if (*status == FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such directory", dir.string());
   if (*status != FileKind::directory) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
   return {};
+}
+
+Error not_a_profile_error(const fs::path& dir) {
+  // Only the directory's own entries are looked at: a parent such as the system's temporary
+  // directory is not walked.
+  std::vector<std::string> inside;
+  auto entries = files_for(dir).list(dir);
+  for (const FileEntry& entry : entries.ok() ? *entries : std::vector<FileEntry>{}) {
+    if (entry.kind == FileKind::directory && detect(entry.path).profile()) inside.push_back(entry.path.string());
+  }
+  std::sort(inside.begin(), inside.end());
+  std::string hint;
+  constexpr std::size_t kNamed = 3;
+  if (!inside.empty()) {
+    std::vector<std::string> named(inside.begin(), inside.begin() + static_cast<std::ptrdiff_t>(
+                                                                        std::min(inside.size(), kNamed)));
+    hint = fmt::format("; profile{} inside it: {}{}", inside.size() > 1 ? "s" : "", fmt::join(named, ", "),
+                       inside.size() > kNamed ? fmt::format(" and {} more", inside.size() - kNamed) : "");
+  }
+  return make_error(ErrorKind::bad_input,
+                    "{}: not a profile directory (none of sprof.json, samples/, system/, framework/){}", dir.string(),
+                    hint);
 }
 
 ProfileContents detect(const fs::path& dir) {

@@ -206,7 +206,8 @@ class Walker {
 };
 
 // Which level of the layout `dir` is, judged from what it contains.
-ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir) {
+// `dir_name`: its own name, from the absolute path ("." names nothing).
+ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir, const std::string& dir_name) {
   // A profile root without python stats still has its other parts (or sprof's manifest).
   ProfileContents contents = detect(dir);
   if (contents.framework || contents.system || contents.manifest) {
@@ -222,6 +223,10 @@ ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir) {
     }
     if (entry.kind == FileKind::directory) subdirs.push_back(entry.path);
   }
+  // A profiler directory holds node directories of stats directories; smdebug names it
+  // cprofile/ or pyinstrument/. Anything else (a parent of recordings, the system's temporary
+  // directory) is no part of a profile and is not walked.
+  bool stats_below = is_profiler_dir_name(dir_name);
   for (const fs::path& sub : subdirs) {
     auto sub_entries = files.list(sub);
     if (!sub_entries.ok()) continue;
@@ -229,9 +234,11 @@ ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir) {
       if (is_profiler_dir_name(entry.name) && entry.kind == FileKind::directory) {
         return ProfileLevel::framework_dir;
       }
+      if (parse_stats_dir_name(entry.name).ok()) stats_below = true;
     }
+    if (parse_stats_dir_name(sub.filename().string()).ok()) stats_below = true;
   }
-  return ProfileLevel::profiler;
+  return stats_below ? ProfileLevel::profiler : ProfileLevel::none;
 }
 
 std::string name_of(const fs::path& absolute) {
@@ -247,6 +254,7 @@ std::string_view to_string(ProfileLevel level) {
     case ProfileLevel::framework: return "framework/<framework> directory";
     case ProfileLevel::profiler: return "framework/<framework>/<profiler> directory";
     case ProfileLevel::node: return "node directory";
+    case ProfileLevel::none: return "not a profile";
   }
   return "profile root";
 }
@@ -257,11 +265,11 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
 
   ProfileIndex index;
   index.dir = dir;
-  index.level = detect_level(files, dir);
   // Names derived from the path (framework, node) need the real path, not "." or "x/..".
   std::error_code ec;
   fs::path absolute = fs::absolute(dir, ec).lexically_normal();
   if (absolute.filename().empty()) absolute = absolute.parent_path();
+  index.level = detect_level(files, dir, absolute.filename().string());
 
   Walker walker(index, files);
   switch (index.level) {
@@ -278,6 +286,7 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
       walker.in_profiler_dir(name_of(absolute.parent_path()));
       walker.scan_node(dir, name_of(absolute.parent_path().parent_path()), name_of(absolute));
       break;
+    case ProfileLevel::none: return not_a_profile_error(dir);
   }
 
   if (options.strict && !index.problems.empty()) {
