@@ -280,6 +280,19 @@ class AnalyzeRecordedRun(TempDirTestCase):
         self.assertRegex(table, r"sprof's cost +sampler \d+\.\d\d%, system monitor \d+\.\d\d%")
         self.assertIn("process tree CPUUtilization", table)
 
+    def test_why_no_system_metrics(self):
+        # A job shorter than the monitor's interval has no reading; one recorded without the monitor
+        # has none either: the note says which, from sprof.json.
+        out = os.path.join(self.tmp, "short")
+        run_sprof("-q", "record", "--system-interval-ms", "5000", "-o", out, "--", DEBIAN_PYTHON, "-c", "pass",
+                  check=EXIT_OK)
+        self.assertRegex(analyze_json(out)["system"]["note"],
+                         r"^no system metrics: the job ended \(\d+\.\d{3} s\) before the monitor's first reading "
+                         r"\(every 5000 ms\)$")
+        off = os.path.join(self.tmp, "off")
+        run_sprof("-q", "record", "--no-system-metrics", "-o", off, "--", DEBIAN_PYTHON, "-c", "pass", check=EXIT_OK)
+        self.assertEqual(analyze_json(off)["system"]["note"], "no system metrics (recorded with --no-system-metrics)")
+
 
 STEPPED = """
 import time

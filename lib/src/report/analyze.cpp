@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 
@@ -183,6 +184,19 @@ void fill_sysmon_manifest(const store::Manifest& m, AnalyzeReport& report) {
   }
 }
 
+// Why there are no system metrics: sprof.json says whether the monitor ran and for how long.
+std::string system_metrics_missing_note(const store::Manifest* manifest, bool sprof_profile) {
+  if (!sprof_profile) return "no system metrics (system/incremental)";
+  auto section = manifest != nullptr ? store::system_metrics_section(*manifest) : std::nullopt;
+  if (!section) return "no system metrics (recorded with --no-system-metrics)";
+  if (!section->error.empty()) return "no system metrics: " + section->error;
+  if (section->ticks == 0 && section->interval_ms && section->wall_s) {
+    return fmt::format("no system metrics: the job ended ({:.3f} s) before the monitor's first reading (every {} ms)",
+                       *section->wall_s, *section->interval_ms);
+  }
+  return "no system metrics (system/incremental)";
+}
+
 // Steps of a profile whose trace was never written (a recording cut short before its end), from the
 // persisted markers: the same steps record would have written as Step:ModeKeys events.
 Result<std::vector<StepRecord>> steps_from_markers(const query::Profile& profile, const store::Manifest& manifest) {
@@ -355,8 +369,7 @@ Result<AnalyzeReport> analyze(const query::Profile& profile, const AnalyzeOption
     fill_own_costs(*manifest, report);
   }
   if (system.empty()) {
-    report.system_note = sprof_profile ? "no system metrics (recorded with --no-system-metrics?)"
-                                       : "no system metrics (system/incremental)";
+    report.system_note = system_metrics_missing_note(manifest, sprof_profile);
   }
 
   std::optional<GpuInput> gpu;

@@ -245,7 +245,8 @@ Result<ReportViews> report_views(const query::Profile& profile, const AnalyzeRep
   if (views.flames.empty()) views.flames_note = report.samples_note.empty() ? "no raw samples" : report.samples_note;
   SPROF_TRY(const std::vector<store::SystemMetric>* metrics, profile.system_metrics());
   if (metrics->empty()) {
-    views.system_note = "no system metrics (system/incremental)";
+    // analyze's note says why there are none (no monitor, a job shorter than its interval).
+    views.system_note = report.system_note.empty() ? "no system metrics (system/incremental)" : report.system_note;
   } else {
     add_system(report, *metrics, options, views);
   }
