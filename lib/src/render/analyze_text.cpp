@@ -299,8 +299,9 @@ void render_functions(std::string& out, const report::AnalyzeReport& r, bool col
     out += "  (" + (r.samples_note.empty() ? std::string("no samples") : r.samples_note) + ")\n";
     return;
   }
-  out += fmt::format("  {} samples ({} kept, {:.2f} s) from {} process(es), {} thread(s)\n", r.samples.samples,
-                     r.samples.kept_samples, r.samples.kept_s, r.samples.processes, r.samples.threads);
+  out += fmt::format("  {} samples ({} kept, {:.2f} s) from {} process{}, {} thread{}\n", r.samples.samples,
+                     r.samples.kept_samples, r.samples.kept_s, r.samples.processes, r.samples.processes == 1 ? "" : "es",
+                     r.samples.threads, r.samples.threads == 1 ? "" : "s");
   std::vector<std::string> header{"SELF%", "TOTAL%", "SELF", "FUNCTION (file:line)"};
   if (wall) header.insert(header.begin() + 3, "WAITING");
   TextTable t(header);

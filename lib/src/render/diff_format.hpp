@@ -55,7 +55,8 @@ inline std::string side_text(const report::DiffSide& s) {
     return fmt::format("{} (Chrome trace, {})", s.path, s.steps == 1 ? std::string("one step or none: its totals")
                                                                       : fmt::format("{} steps", s.steps));
   }
-  std::string text = fmt::format("{} ({} steps, {}-{}", s.path, s.steps, s.first_step, s.last_step);
+  std::string text = s.steps == 1 ? fmt::format("{} (1 step, {}", s.path, s.first_step)
+                                   : fmt::format("{} ({} steps, {}-{}", s.path, s.steps, s.first_step, s.last_step);
   if (s.partial_steps > 0) text += fmt::format("; {} partial left out", s.partial_steps);
   return text + ")";
 }

@@ -95,7 +95,8 @@ class StepOutlier : public Rule {
       for (const auto& [node, phases] : steps_) {
         for (const auto& [phase, series] : phases) most = std::max(most, series.durations.size());
       }
-      return fmt::format("{} step(s) in the longest phase; more than 100 are needed before outliers are counted", most);
+      return fmt::format("{} step{} in the longest phase; more than 100 are needed before outliers are counted", most,
+                         most == 1 ? "" : "s");
     }
     std::string text;
     for (const auto& [node, phases] : last_stats_) {
