@@ -172,9 +172,9 @@ Mode mode_at(const ProcessTimeline* known, int64_t t_ns, Mode default_mode) {
 // few steps that hold most of its step thread's samples, or a step far longer than the median.
 // "Few" includes up to 5 runs when each gap between them is a single sample: back-to-back calls
 // leave the function for a few µs per ms-long call (a loop's bookkeeping), so a sample lands
-// outside about once per 200 samples at most (~0.5 %); 100 samples inside give Poisson(0.5) such
-// strays, and 4 or more of them (5 runs) come once in ~600 recordings. Steps separated by real
-// gaps longer than two sampling periods show two or more samples in each gap.
+// outside at most about once per 200 samples (~0.5 %); 100 samples inside give Poisson(0.5) such
+// strays, and 5 or more of them (6 runs, past this bound) come once in ~4,000 recordings. Steps
+// separated by real gaps longer than two sampling periods show two or more samples in each gap.
 std::string merge_warning(int32_t pid, const ThreadRuns& t, const std::string& names) {
   const auto& runs = t.runs;
   if (runs.empty()) return {};
