@@ -1,7 +1,6 @@
 // sprof analyze DIR: one page about a training job (job, phases, steps, functions, system usage, rules);
 // sprof report DIR: the same as one self-contained HTML page with charts and flame graphs.
 
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -12,6 +11,7 @@
 #include "sprof/open_profile.hpp"
 #include "exit_codes.hpp"
 #include "output_format.hpp"
+#include "query_args.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -22,9 +22,7 @@ struct AnalyzeCommandOptions {
   std::string format = "table";
   bool json = false;
   std::string fail_on;
-  bool idle = false;
-  bool on_cpu = false;
-  bool all_threads = false;
+  TimeViewFlags time;
   size_t top = 10;
   size_t slowest = 3;
   std::string html;  // --html FILE / report -o FILE
@@ -45,8 +43,7 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, 
   report::AnalyzeOptions analyze_options;
   analyze_options.rules.params = options.params;
   if (!custom.rules().empty()) analyze_options.rules.custom = &custom.rules();
-  analyze_options.time_view.on_cpu = options.on_cpu;
-  analyze_options.time_view.all_threads = options.all_threads || options.idle;
+  analyze_options.time_view = options.time.view();
   analyze_options.top_functions = options.top;
   analyze_options.slowest_steps = options.slowest;
   return analyze_options;
@@ -73,11 +70,7 @@ Result<int> run_analyze(const AnalyzeCommandOptions& options) {
 void add_content_options(CLI::App* sub, AnalyzeCommandOptions& options) {
   sub->add_option("-p,--param", options.params,
                   "Override a rule parameter, ProfilerReport style: <Rule>_<parameter>=<value> (repeatable)");
-  sub->add_flag("--on-cpu", options.on_cpu,
-                "Function tables of on-CPU time only (default: wall time, off-CPU time marked WAITING)");
-  sub->add_flag("--all-threads", options.all_threads,
-                "Function tables of every thread (default: the threads that run steps)");
-  sub->add_flag("--idle", options.idle, "Old spelling of --all-threads (wall time of every thread)");
+  add_time_view_flags(sub, options.time, "Function tables");
   sub->add_option("--top", options.top, "Functions in the top-functions table")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -46,7 +46,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
                         "-o writes one pstats file: select one of the {} phases with --phase",
                         results.size());
     }
-    SPROF_TRY_STATUS(write_aggregate(options.query.output, results.front().aggregate));
+    SPROF_TRY_STATUS(query::write_aggregate_pstats(options.query.output, results.front().aggregate));
     if (!options.query.format.given()) return 0;
   }
 

@@ -22,14 +22,12 @@ struct DiffFlags {
   double confidence = 0.95;
   size_t top = 15;
   bool json = false;
-  bool on_cpu = false;
-  bool all_threads = false;
+  TimeViewFlags time;
   std::optional<double> fail_on_regression;
   std::vector<std::string> thresholds;
   std::string html;  // -o diff.html
 };
 
-// "A-B", "A-" or "A": the mode's steps A to B, inclusive.
 Result<int> run_diff(const DiffFlags& f) {
   report::DiffOptions options;
   options.base.path = f.base;
@@ -38,8 +36,7 @@ Result<int> run_diff(const DiffFlags& f) {
   SPROF_TRY_STATUS(report::parse_diff_steps("--base-steps", f.base_steps, options.base));
   SPROF_TRY_STATUS(report::parse_diff_steps("--new-steps", f.new_steps, options.next));
   options.confidence = f.confidence;
-  options.time_view.on_cpu = f.on_cpu;
-  options.time_view.all_threads = f.all_threads;
+  options.time_view = f.time.view();
   SPROF_TRY(report::RegressionThresholds thresholds, report::parse_thresholds(f.fail_on_regression, f.thresholds));
   SPROF_TRY(report::ProfileDiff diff, report::diff_profiles(options));
   std::vector<report::Regression> found = report::regressions(diff, thresholds);
@@ -77,8 +74,7 @@ void add_diff(CLI::App& app, CommandList& commands) {
   sub->add_option("-o,--output", f->html,
                   "Also write the comparison as one HTML page: a differential flame graph (red grew, blue shrank) and "
                   "the tables");
-  sub->add_flag("--on-cpu", f->on_cpu, "Functions' on-CPU time only (default: wall time of the step threads)");
-  sub->add_flag("--all-threads", f->all_threads, "Functions of every thread (default: the threads that run steps)");
+  add_time_view_flags(sub, f->time, "Functions", false);
   sub->add_option("--fail-on-regression", f->fail_on_regression,
                   "Exit with status 3 when a step time, a function's or a kernel's time per step grew by more than PCT "
                   "percent and its interval lies above zero")

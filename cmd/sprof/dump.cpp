@@ -1,8 +1,6 @@
 // sprof dump: print every Python thread's stack of a running process once (or --count times),
 // like py-spy dump. Also the quickest way to check that sprof can read a process.
 
-
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

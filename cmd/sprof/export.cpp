@@ -25,9 +25,7 @@ struct ExportFlags {
   std::string format;
   std::string output = "-";
   int pid = 0;
-  bool idle = false;
-  bool on_cpu = false;
-  bool all_threads = false;
+  TimeViewFlags time;
   bool gil = false;
   bool gzip = false;
   std::string title;
@@ -38,17 +36,16 @@ struct ExportFlags {
 // -f tables: the whole profile as tables for SQL engines, into a directory or s3://bucket/prefix.
 Result<int> export_tables(const ExportFlags& f) {
   if (f.output == "-") return make_error(ErrorKind::usage, "-f tables: give -o DIR or -o s3://bucket/prefix for the tables");
-  if (f.pid != 0 || f.gil || f.on_cpu || f.all_threads || f.idle || f.run.steps() || f.run.times()) {
+  if (f.pid != 0 || f.gil || f.time.given() || f.run.steps() || f.run.times()) {
     return make_error(ErrorKind::usage, "-f tables exports the whole profile: --pid, --gil, --on-cpu, --all-threads and the "
                       "step and time flags do not apply (select in SQL)");
   }
   report::TablesOptions options;
   options.job = f.job;
   SPROF_TRY(report::TablesWritten written, report::write_profile_tables_at(f.dir, f.output, options, s3_options()));
-  uint64_t rows = 0;
-  for (const report::TableFile& file : written.files) rows += file.rows;
   if (!global_options().quiet) {
-    fmt::print(stderr, "sprof: wrote job {} to {}: {} files, {} rows\n", written.job, f.output, written.files.size(), rows);
+    fmt::print(stderr, "sprof: wrote job {} to {}: {} files, {} rows\n", written.job, f.output, written.files.size(),
+               written.rows());
   }
   return 0;
 }
@@ -71,9 +68,7 @@ void add_export(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"collapsed", "raw", "speedscope", "flamegraph", "chrome", "tables"}));
   sub->add_option("-o,--output", flags->output, "Output file (default: standard output)");
   sub->add_option("--pid", flags->pid, "Only this process")->check(CLI::PositiveNumber);
-  sub->add_flag("--on-cpu", flags->on_cpu, "On-CPU samples only (default: wall time, waits under a [waiting] frame)");
-  sub->add_flag("--all-threads", flags->all_threads, "Every thread (default: the threads that run steps)");
-  sub->add_flag("--idle", flags->idle, "Old spelling of --all-threads (every thread, wall time)");
+  add_time_view_flags(sub, flags->time, "Samples");
   sub->add_flag("--gil", flags->gil, "Only samples of threads holding the GIL");
   add_run_selection_options(sub, flags->run, "samples");
   sub->add_option("--title", flags->title, "Flame graph title (default: the directory and the filter)");
@@ -87,7 +82,7 @@ void add_export(CLI::App& app, CommandList& commands) {
     SPROF_TRY(query::Profile profile, query::Profile::open(flags->dir));
     report::ExportRequest request;
     request.format = format;
-    request.view = report::TimeView{flags->on_cpu, flags->all_threads || flags->idle};
+    request.view = flags->time.view();
     request.gil_only = flags->gil;
     request.pid = flags->pid;
     request.title = flags->title;

@@ -35,12 +35,6 @@ struct GpuFlags {
 Result<int> run_gpu(const GpuFlags& f) {
   SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path, f.load));
   for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
-  if (f.view == "idle" || f.view == "launch" || f.view == "callsites") {
-    if (int64_t repeats = report::duplicated_correlations(input.trace); repeats > 0) {
-      spdlog::warn("{}: {} launch call(s) repeat another's correlation id in the same process; each GPU op is tied to "
-                   "the latest of them that began before it", f.path, repeats);
-    }
-  }
   SPROF_TRY(query::RunSelection run, query::parse_run_selection(f.run));
   SPROF_TRY(report::GpuSelection selection, report::select_gpu_work(input, f.device, run, f.path));
   render::GpuViewOptions options;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-
 namespace sprof::cli {
 
 std::vector<std::string> profile_mode_names() {
@@ -30,6 +29,12 @@ void add_run_selection_options(CLI::App* app, query::RunSelectionText& flags, co
   app->add_option("--start-time", flags.start_time,
                   fmt::format("Only {} from this time: epoch µs, or with a unit (1596585374.96s, ms)", what));
   app->add_option("--end-time", flags.end_time, fmt::format("Only {} before this time, as --start-time", what));
+}
+
+void add_time_view_flags(CLI::App* app, TimeViewFlags& flags, const std::string& what, bool old_spelling) {
+  app->add_flag("--on-cpu", flags.on_cpu, fmt::format("{} of on-CPU time only (default: wall time, waits included)", what));
+  app->add_flag("--all-threads", flags.all_threads, fmt::format("{} of every thread (default: the threads that run steps)", what));
+  if (old_spelling) app->add_flag("--idle", flags.idle, "Old spelling of --all-threads");
 }
 
 }  // namespace sprof::cli

@@ -1,6 +1,5 @@
 // sprof record: sample a command (or a running process) and write a profile directory.
 
-
 #include <cstdio>
 #include <memory>
 
@@ -13,45 +12,29 @@
 #include "sprof/record_render.hpp"
 #include "sprof/recorder.hpp"
 #include "sprof/s3.hpp"
-#include "sprof/sample_report.hpp"
-#include "sprof/step_timeline.hpp"
 
 namespace sprof::cli {
 namespace {
+
+// Companion options given without the one they need: a usage error naming the first.
+Status given_only_with(const CLI::App& sub, std::initializer_list<const char*> companions, std::string_view needed) {
+  for (const char* name : companions) {
+    if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs {}", name, needed);
+  }
+  return {};
+}
 
 // --rule/--rules, --rule-file/--rule-program and --action: the hook, or nothing without a rule.
 // `custom` holds the custom rules' files (sprof's Python package) while the hook lives.
 Result<std::unique_ptr<watch::RuleWatch>> rule_watch(const RecordFlags& flags, const CLI::App& sub,
                                                      std::unique_ptr<rules::CustomRuleSet>& custom) {
   SPROF_TRY(custom, rules::CustomRuleSet::load(flags.custom));
-  if (flags.rules.empty() && custom->rules().empty()) {
-    for (const char* name : {"--action", "--rule-interval", "--stop-grace", "--fail-on", "--rule-timeout"}) {
-      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --rule, --rules or --rule-file", name);
-    }
-    return std::unique_ptr<watch::RuleWatch>();
-  }
   watch::RuleWatchOptions options = flags.watch;
   options.custom = custom->rules();
-  for (const std::string& r : flags.rules) SPROF_TRY_STATUS(watch::parse_rule_flag(r, options));
-  for (const std::string& a : flags.actions) SPROF_TRY_STATUS(watch::parse_action_flag(a, options));
-  return watch::RuleWatch::create(options);
-}
-
-// --trace-schedule and its companions: the hook, or nothing without a schedule.
-Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(const RecordFlags& flags, const CLI::App& sub) {
-  if (flags.trace_schedule.empty()) {
-    for (const char* name : {"--trace-folder", "--trace-filename", "--trace-gzip", "--trace-keep", "--trace-overwrite",
-                             "--run-name"}) {
-      if (sub.count(name) > 0) return make_error(ErrorKind::usage, "{} needs --trace-schedule", name);
-    }
-    return std::unique_ptr<launch::RecordHooks>();
-  }
-  traces::TraceWindowsOptions options = flags.traces;
-  SPROF_TRY(options.schedule, traces::parse_trace_schedule(flags.trace_schedule));
-  if (options.run_name.empty()) {
-    if (const char* env = std::getenv("RUN_NAME"); env != nullptr) options.run_name = env;
-  }
-  return traces::make_trace_windows_hook(options);
+  if (options.watches_any()) return watch::RuleWatch::create(options);
+  SPROF_TRY_STATUS(given_only_with(sub, {"--action", "--rule-interval", "--stop-grace", "--fail-on", "--rule-timeout"},
+                                   "--rule, --rules or --rule-file"));
+  return std::unique_ptr<watch::RuleWatch>();
 }
 
 }  // namespace
@@ -87,7 +70,12 @@ void add_record(CLI::App& app, CommandList& commands) {
     plan.stats_timer = *intervals::parse_python_timer(flags->python_timer);
     plan.stats_progress = render::stats_directories_progress(progress_shown());
 
-    SPROF_TRY(std::unique_ptr<launch::RecordHooks> trace_windows, trace_windows_hook(*flags, *sub));
+    if (flags->trace_schedule.empty()) {
+      SPROF_TRY_STATUS(given_only_with(*sub, {"--trace-folder", "--trace-filename", "--trace-gzip", "--trace-keep",
+                                              "--trace-overwrite", "--run-name"}, "--trace-schedule"));
+    }
+    SPROF_TRY(std::unique_ptr<launch::RecordHooks> trace_windows,
+              traces::trace_windows_hook(flags->trace_schedule, flags->traces));
 
     render::RecordStatusLine status;
     std::vector<launch::RecordHooks*> observers;
@@ -103,8 +91,7 @@ void add_record(CLI::App& app, CommandList& commands) {
     const launch::RecordResult* result = &recording->result;
     if (result->output_dir.empty()) return result->exit_code;  // the command could not be started
     if (!global_options().quiet) {
-      report::TimeView view{flags->on_cpu, flags->all_threads || flags->idle};
-      fmt::print(stderr, "{}", render::record_closing_text(*recording, view, flags->gil,
+      fmt::print(stderr, "{}", render::record_closing_text(*recording, flags->time.view(), flags->gil,
                                                            traces::trace_windows_summary(result->manifest, result->output_dir)));
     }
     int exit_code = result->exit_code;

@@ -5,6 +5,7 @@
 #include "command.hpp"
 #include "custom_rule_flags.hpp"
 #include "option_checks.hpp"
+#include "query_args.hpp"
 
 namespace sprof::cli {
 namespace {
@@ -52,10 +53,7 @@ void add_record_flags(CLI::App* sub, RecordFlags& flags, PythonProfilingFlags& p
       ->capture_default_str();
   sub->add_flag("--force", flags.options.force, "Replace an existing profile directory");
   sub->add_flag("--subprocesses", flags.options.subprocesses, "Also sample descendant processes (DataLoader workers, spawn, torchrun)");
-  sub->add_flag("--on-cpu", flags.on_cpu, "The summary's functions by on-CPU time only (default: wall time)");
-  sub->add_flag("--all-threads", flags.all_threads,
-                "The summary's functions of every thread (default: the threads that run steps)");
-  sub->add_flag("--idle", flags.idle, "Old spelling of --all-threads in the summary");
+  add_time_view_flags(sub, flags.time, "The summary's functions");
   sub->add_flag("--gil", flags.gil, "Only count threads holding the GIL in the summary");
   auto* blocking = sub->add_flag("--blocking", flags.blocking, "Pause Python threads while reading their stacks");
   auto* nonblocking =
@@ -115,18 +113,18 @@ void add_record_flags(CLI::App* sub, RecordFlags& flags, PythonProfilingFlags& p
   sub->add_option("--run-name", flags.traces.run_name,
                   "{run_name} in the step traces' names (default: $RUN_NAME, else the profile directory's name)");
   // Rules while the job runs.
-  sub->add_option("--rule", flags.rules,
+  sub->add_option("--rule", flags.watch.rule_flags,
                   "Evaluate this rule on the data recorded so far every --rule-interval seconds and at the end "
                   "(NAME[:param=value,...]; repeatable; 'all' for ProfilerReport's eleven)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sub->add_option("--rules", flags.rules, "Same as --rule (--rules all)")
+  sub->add_option("--rules", flags.watch.rule_flags, "Same as --rule (--rules all)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--rule-interval", flags.watch.interval_s, "Seconds between rule evaluations")
       ->capture_default_str()
       ->check(finite_in(1.0, 86400.0));
-  sub->add_option("--action", flags.actions,
+  sub->add_option("--action", flags.watch.action_flags,
                   "What a rule's new finding does: RULE=stop (end the job: SIGINT, SIGTERM and SIGKILL after "
                   "--stop-grace), RULE=exec:COMMAND (run a notifier) or RULE=log; repeatable")
       ->expected(1)

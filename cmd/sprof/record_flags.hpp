@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "query_args.hpp"
 #include "sprof/custom_rules.hpp"
 #include "sprof/launch.hpp"
 #include "sprof/python_profiling.hpp"
@@ -22,9 +23,7 @@ struct RecordFlags {
   launch::RecordOptions options;
   bool blocking = false;
   bool nonblocking = false;
-  bool idle = false;
-  bool on_cpu = false;
-  bool all_threads = false;
+  TimeViewFlags time;  // the closing summary's
   bool gil = false;
   std::string output;
   // System metrics (sysmon): smdebug's ProfilingIntervalInMilliseconds, or off.
@@ -41,9 +40,7 @@ struct RecordFlags {
   traces::TraceWindowsOptions traces;
   double upload_interval_s = 10;  // -o s3://...
   // Rules while the job runs.
-  std::vector<std::string> rules;
-  std::vector<std::string> actions;
-  watch::RuleWatchOptions watch;
+  watch::RuleWatchOptions watch;  // --rule and --action as given
   rules::CustomRuleSources custom;
   std::string fail_on;
 };

@@ -1,7 +1,5 @@
 // sprof rules DIR: SageMaker Debugger's built-in profiler rules over a profile directory.
 
-#include <chrono>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -51,10 +49,7 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
   SPROF_TRY(auto fail_on, rules::parse_fail_on(options.fail_on, results));
 
   if (!options.output_dir.empty()) {
-    int64_t epoch = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-    SPROF_TRY(auto written, rules::write_rule_output(options.output_dir, results, epoch));
+    SPROF_TRY(auto written, rules::write_rule_output(options.output_dir, results));
     spdlog::info("rule reports written to {}", written.string());
   }
   if (format == "json") {

@@ -17,16 +17,13 @@ struct StatsDirsFlags {
   std::string dir;
   std::string python_timer = "total_time";
   WindowFlags window;
-  bool every_interval = false;
-  bool empty_dirs = false;
+  recorder::StatsDirsPlan plan;  // --every-interval, --empty-dirs
 };
 
 Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
-  recorder::StatsDirsPlan plan;
+  recorder::StatsDirsPlan plan = flags.plan;
   SPROF_TRY(plan.window, window_from_flags(flags.window));
-  plan.every_interval = flags.every_interval;
   plan.timer = *intervals::parse_python_timer(flags.python_timer);
-  plan.empty_dirs = flags.empty_dirs;
   plan.progress = render::stats_directories_progress(progress_shown());
   SPROF_TRY(recorder::StatsDirsAtResult result, recorder::rewrite_stats_directories_at(flags.dir, plan, s3_options()));
   if (!global_options().quiet) {
@@ -54,9 +51,9 @@ void add_stats_dirs(CLI::App& app, CommandList& commands) {
       ->check(CLI::IsMember({"total_time", "cpu_time", "off_cpu_time"}))
       ->capture_default_str();
   add_window_flags(sub, flags->window);
-  sub->add_flag("--every-interval", flags->every_interval,
+  sub->add_flag("--every-interval", flags->plan.every_interval,
                 "A directory for every interval, whatever profiling window record used");
-  sub->add_flag("--empty-dirs", flags->empty_dirs,
+  sub->add_flag("--empty-dirs", flags->plan.empty_dirs,
                 "Write directories for intervals without a sample even when there are more than 10000 of them");
   commands.push_back(Command{sub, [flags] { return run_stats_dirs(*flags); }});
 }

@@ -4,8 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
-#include "sprof/pstats.hpp"
-#include "sprof/sample_report.hpp"
+#include "sprof/profile_export.hpp"
 #include "sprof/stats_render.hpp"
 
 namespace sprof::cli {
@@ -60,33 +59,6 @@ Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions
   return query::open_stats_source(options.profile.profile_dir, source);
 }
 
-Status write_aggregate(const std::string& path, const query::Aggregate& aggregate) {
-  if (aggregate.table.empty()) {
-    return make_error(ErrorKind::bad_input,
-                      "nothing selected, so no pstats file written to {} (pstats cannot load an "
-                      "empty stats file)",
-                      path);
-  }
-  SPROF_TRY_STATUS(store::write_pstats(path, aggregate.table));
-  spdlog::info("Wrote {} ({} functions from {} stats files)", path, aggregate.table.size(),
-               aggregate.used.size());
-  return {};
-}
-
-// -f collapsed|speedscope|flamegraph: the stacks of the selected intervals' samples.
-void print_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
-                            const QueryOptions& options, const std::string& description) {
-  const query::SampledProfile& sampled = *source.sampled();
-  const intervals::PythonTimer timer = *source.timer();
-  query::SampleFilter filter = query::selection_filter(sampled, selection, timer);
-  std::string text;
-  const std::string title = fmt::format("{}: {} ({})", options.profile.profile_dir, description, intervals::to_string(timer));
-  uint64_t samples = report::write_stacks(*report::parse_stack_format(options.format.format), sampled.samples, filter,
-                                          title, text);
-  if (samples == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
-  std::fwrite(text.data(), 1, text.size(), stdout);
-}
-
 Result<int> run_selection_command(const std::string& command, const QueryOptions& options,
                                   const query::StatsSelection& selection) {
   const bool stacks = report::parse_stack_format(options.format.format).has_value();
@@ -98,11 +70,14 @@ Result<int> run_selection_command(const std::string& command, const QueryOptions
   SPROF_TRY(query::SelectedStats selected,
             query::select_stats(*source, options.node, selection, options.profile.profile_dir));
   if (!options.output.empty()) {
-    SPROF_TRY_STATUS(write_aggregate(options.output, selected.aggregate));
+    SPROF_TRY_STATUS(query::write_aggregate_pstats(options.output, selected.aggregate));
     if (!options.format.given()) return 0;
   }
   if (stacks) {
-    print_selection_stacks(*source, selected.selection, options, selection.description);
+    report::ExportedProfile out = report::export_selection_stacks(
+        *source, selected.selection, *report::parse_stack_format(options.format.format),
+        fmt::format("{}: {}", options.profile.profile_dir, selection.description));
+    std::fwrite(out.text.data(), 1, out.text.size(), stdout);
     return 0;
   }
   const render::FunctionOrder& order = options.table;

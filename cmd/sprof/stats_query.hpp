@@ -45,8 +45,6 @@ void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats 
 
 // The source --source and --python-timer choose (query::open_stats_source).
 Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions& options);
-// Writes the aggregate to -o as a pstats file (an error if nothing was aggregated).
-Status write_aggregate(const std::string& path, const query::Aggregate& aggregate);
 
 // A command that selects one set of a node's cProfile records and prints their aggregate.
 Result<int> run_selection_command(const std::string& command, const QueryOptions& options,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "sprof/record_render.hpp"
 #include "sprof/s3.hpp"
 
 namespace sprof::cli {
@@ -26,15 +27,8 @@ void add_upload(CLI::App& app, CommandList& commands) {
       return make_error(ErrorKind::usage, "upload: the destination must be s3://bucket/prefix, not {}", flags->url);
     }
     SPROF_TRY(remote::UploadSummary summary, remote::upload_directory(flags->dir, flags->url, s3_options()));
-    if (!global_options().quiet) {
-      fmt::print(stderr, "sprof: {} of {} files uploaded ({} bytes), {} already there\n", summary.uploaded,
-                 summary.files, summary.bytes, summary.skipped);
-    }
-    if (summary.failed.empty()) return 0;
-    for (const std::string& f : summary.failed) fmt::print(stderr, "sprof: not uploaded: {}\n", f);
-    fmt::print(stderr, "sprof: {} file{} not uploaded; `sprof upload {} {}` uploads the rest\n", summary.failed.size(),
-               summary.failed.size() == 1 ? "" : "s", flags->dir, flags->url);
-    return 1;
+    fmt::print(stderr, "{}", render::upload_summary_text(summary, flags->dir, flags->url, global_options().quiet));
+    return summary.failed.empty() ? 0 : 1;
   }});
 }
 

@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "sprof/pstats.hpp"
 #include "sprof/query.hpp"
+#include "test_support.hpp"
 
 using namespace sprof::query;
 using sprof::Phase;
@@ -108,4 +110,28 @@ TEST_CASE("training and job phases group mode pairs in smdebug's order", "[query
   auto only_pre = job_phases(training_phases({all[0]}));
   REQUIRE(only_pre.size() == 2);
   CHECK(only_pre[1].parts.empty());
+}
+
+TEST_CASE("an aggregate is written as a pstats file; nothing selected writes none", "[query]") {
+  sprof::test::TempDir dir;
+  const std::filesystem::path file = dir.path() / "selected.pstats";
+  Aggregate empty;
+  auto refused = write_aggregate_pstats(file, empty);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind == sprof::ErrorKind::bad_input);
+  CHECK(refused.error().message.find(file.string()) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(file));
+
+  Aggregate one;
+  sprof::store::FunctionStats& stats = one.table[sprof::store::FunctionKey{"train.py", 12, "step"}];
+  stats.nc = stats.cc = 3;
+  stats.tt = 0.25;
+  stats.ct = 0.5;
+  REQUIRE(write_aggregate_pstats(file, one).ok());
+  auto back = sprof::store::read_pstats(file);
+  REQUIRE(back.ok());
+  const sprof::store::FunctionStats* read = back->find(sprof::store::FunctionKey{"train.py", 12, "step"});
+  REQUIRE(read != nullptr);
+  CHECK(read->nc == 3);
+  CHECK(read->ct == 0.5);
 }

@@ -168,3 +168,15 @@ TEST_CASE("trace tracker: windows close at the last active step's end, epochs fr
   CHECK(out[3].end_ns == 700);
   CHECK(out[3].vars.mode == "global");
 }
+
+TEST_CASE("trace windows hook: none without a schedule, a usage error for a bad one") {
+  auto none = trace_windows_hook("", TraceWindowsOptions{});
+  REQUIRE(none.ok());
+  CHECK(*none == nullptr);
+  auto hook = trace_windows_hook("wait=1,active=2", TraceWindowsOptions{});
+  REQUIRE(hook.ok());
+  CHECK(*hook != nullptr);
+  auto bad = trace_windows_hook("wait=x", TraceWindowsOptions{});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().kind == sprof::ErrorKind::usage);
+}

@@ -45,7 +45,8 @@ struct GpuViewOptions {
 };
 // The view's table of `input`'s work in `selection`, `limit` applied (the views sort by what
 // matters most; callsites keep that many sites, each with its kernels). A view that needs steps
-// or samples the input lacks is a usage error naming `path`.
+// or samples the input lacks is a usage error naming `path`. The views that tie ops to their
+// launch calls warn when a correlation id repeats (report::duplicated_correlations).
 Result<GpuTable> gpu_view_table(const report::GpuInput& input, const report::GpuSelection& selection,
                                 const GpuViewOptions& options, const std::string& path);
 // The view as the JSON document's fields: path, view, clock, devices, rows.

@@ -181,7 +181,7 @@ std::vector<LaunchSummary> launch_summary(const GpuInput& input, const GpuSelect
 
 // Launch calls whose (process, correlation id) another call repeats: CUPTI never does within a
 // process, but merged or edited traces may. Views then tie an op to the latest such call that
-// began before it; a caller warns when this is not 0.
+// began before it; sprof gpu warns when this is not 0.
 int64_t duplicated_correlations(const store::GpuTrace& trace);
 
 // HTA's communication/computation overlap (get_comm_comp_overlap) per device: how much of the

@@ -13,6 +13,7 @@
 #include "sprof/result.hpp"
 #include "sprof/sample_filter.hpp"
 #include "sprof/sample_report.hpp"
+#include "sprof/stats_source.hpp"
 
 namespace sprof::report {
 
@@ -39,5 +40,11 @@ struct ExportedProfile {
 // A --pid with no samples in the profile is a usage error; a stack format with no sample matching
 // says so in spdlog's warning, not as an error.
 Result<ExportedProfile> export_profile(const query::Profile& profile, const ExportRequest& request);
+
+// The stacks of the samples in a stats query's selected intervals (fetch-by-step/-time -f
+// collapsed|speedscope|flamegraph), as the source's timer counts them; `source` must have raw
+// samples (sampled() set). No sample: spdlog's warning, and empty stacks.
+ExportedProfile export_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
+                                        StackFormat format, const std::string& title);
 
 }  // namespace sprof::report

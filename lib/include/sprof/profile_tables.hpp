@@ -29,6 +29,12 @@ struct TableFile {
 struct TablesWritten {
   std::string job;
   std::vector<TableFile> files;
+
+  uint64_t rows() const {
+    uint64_t n = 0;
+    for (const TableFile& file : files) n += file.rows;
+    return n;
+  }
 };
 
 // The tables: jobs, steps, function_samples, kernels, system_metrics, rules (a table the profile

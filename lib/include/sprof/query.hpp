@@ -150,6 +150,10 @@ struct AggregateOptions {
 // are skipped and listed (or, strict, the first is the error).
 Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options = {});
 
+// The aggregate as a pstats file (-o FILE: python3 -m pstats FILE reads it). Nothing selected is
+// bad input naming `path`: pstats cannot load an empty stats file.
+Status write_aggregate_pstats(const std::filesystem::path& path, const Aggregate& aggregate);
+
 // A stats record's duration in seconds (end - start of its name).
 double record_seconds(const StatsRecord& record);
 

@@ -36,6 +36,10 @@ std::string record_closing_text(const recorder::Recording& recording, const repo
 
 // record -o s3://: the upload's outcome, and how to finish it when files are missing.
 std::string upload_closing_text(const remote::LiveUploadResult& upload);
+// sprof upload DIR URL: what was uploaded (unless `quiet`), each file not uploaded and how to
+// upload the rest.
+std::string upload_summary_text(const remote::UploadSummary& summary, const std::string& dir, const std::string& url,
+                                bool quiet);
 
 // "writing stats directories 1200/150000" on stderr, rewritten in place, for work that takes more
 // than a second, as a progress callback for the stats directories (it always says go on); an

@@ -36,7 +36,14 @@ struct RuleWatchOptions {
   double interval_s = 60;
   std::map<std::string, RuleAction> actions;  // by rule name as the catalogue spells it
   double stop_grace_s = 30;
-  rules::CustomRules custom;  // --rule-file, --rule-program (set before the flags above are parsed)
+  rules::CustomRules custom;  // --rule-file, --rule-program
+  // --rule/--rules and --action as given: create() parses them (parse_rule_flag, parse_action_flag)
+  // into the fields above, after `custom` is set.
+  std::vector<std::string> rule_flags;
+  std::vector<std::string> action_flags;
+
+  // Whether any rule is to be watched: one named, or a custom rule given.
+  bool watches_any() const { return !rules.empty() || !rule_flags.empty() || !custom.empty(); }
 };
 
 // "StepOutlier:stddev=2,n_outliers=5" -> the rule and its params ("StepOutlier_stddev=2", ...).

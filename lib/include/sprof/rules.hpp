@@ -110,9 +110,9 @@ Result<std::vector<RuleResult>> run_rules(const RulesInput& input, const RulesOp
 
 // Writes what SageMaker writes: <out>/rule-output/ProfilerReport-<epoch_s>/profiler-output/
 // profiler-reports/<Rule>.json for every sub-rule, plus rules-summary.json (sprof's: statuses and
-// counts) beside profiler-reports/. Returns the profiler-output directory.
+// counts) beside profiler-reports/. Returns the profiler-output directory. epoch_s < 0: now.
 Result<std::filesystem::path> write_rule_output(const std::filesystem::path& out_dir,
-                                                const std::vector<RuleResult>& results, int64_t epoch_s);
+                                                const std::vector<RuleResult>& results, int64_t epoch_s = -1);
 
 // --fail-on: the canonical names of the rules `text` ("any" or RULE[,RULE...], any case) names
 // among those that ran; an unknown name is a usage error listing the rules run. Empty text: none.

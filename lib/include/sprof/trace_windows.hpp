@@ -156,6 +156,9 @@ struct TraceWindowsOptions {
 // trace on a thread of its own once the sample log has been flushed past its end, and the rest in
 // on_finish. Usage errors: a bad template (unknown variable, bad spec), keep < -1 or 0.
 Result<std::unique_ptr<launch::RecordHooks>> make_trace_windows_hook(const TraceWindowsOptions& options);
+// record --trace-schedule TEXT: the hook with TEXT parsed into options.schedule, or nothing (a
+// null hook) when TEXT is empty; $RUN_NAME names the run when options leave run_name empty.
+Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(std::string_view schedule, TraceWindowsOptions options);
 
 inline constexpr const char* kTraceWindowsSection = "trace_windows";
 

@@ -3,8 +3,11 @@
 #include <mutex>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "sprof/query.hpp"
 #include "sprof/profile_files.hpp"
+#include "sprof/pstats.hpp"
 
 namespace sprof::query {
 namespace {
@@ -141,6 +144,18 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
   out.primitive_calls = out.table.primitive_calls();
   out.total_tt = out.table.total_tt();
   return out;
+}
+
+Status write_aggregate_pstats(const std::filesystem::path& path, const Aggregate& aggregate) {
+  if (aggregate.table.empty()) {
+    return make_error(ErrorKind::bad_input,
+                      "nothing selected, so no pstats file written to {} (pstats cannot load an empty stats file)",
+                      path.string());
+  }
+  SPROF_TRY_STATUS(store::write_pstats(path, aggregate.table));
+  spdlog::info("Wrote {} ({} functions from {} stats files)", path.string(), aggregate.table.size(),
+               aggregate.used.size());
+  return {};
 }
 
 }  // namespace sprof::query

@@ -1,6 +1,7 @@
 // sprof gpu VIEW: the view's table from the report's summaries, and its JSON and text forms.
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sprof/gpu_render.hpp"
 #include "sprof/text_table.hpp"
@@ -10,6 +11,12 @@ namespace sprof::render {
 Result<GpuTable> gpu_view_table(const report::GpuInput& input, const report::GpuSelection& s,
                                 const GpuViewOptions& options, const std::string& path) {
   const std::string& view = options.view;
+  if (view == "idle" || view == "launch" || view == "callsites") {
+    if (int64_t repeats = report::duplicated_correlations(input.trace); repeats > 0) {
+      spdlog::warn("{}: {} launch call(s) repeat another's correlation id in the same process; each GPU op is tied to "
+                   "the latest of them that began before it", path, repeats);
+    }
+  }
   GpuTable table;
   if (view == "kernels") {
     table = kernels_table(report::kernel_summary(input, s));

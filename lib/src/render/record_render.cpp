@@ -96,6 +96,20 @@ std::string upload_closing_text(const remote::LiveUploadResult& up) {
   return out;
 }
 
+std::string upload_summary_text(const remote::UploadSummary& summary, const std::string& dir, const std::string& url,
+                                bool quiet) {
+  std::string out;
+  if (!quiet) {
+    out += fmt::format("sprof: {} of {} files uploaded ({} bytes), {} already there\n", summary.uploaded, summary.files,
+                       summary.bytes, summary.skipped);
+  }
+  if (summary.failed.empty()) return out;
+  for (const std::string& f : summary.failed) out += fmt::format("sprof: not uploaded: {}\n", f);
+  out += fmt::format("sprof: {} file{} not uploaded; `sprof upload {} {}` uploads the rest\n", summary.failed.size(),
+                     summary.failed.size() == 1 ? "" : "s", dir, url);
+  return out;
+}
+
 std::function<bool(size_t, size_t)> stats_directories_progress(bool show) {
   if (!show) return {};
   using Clock = std::chrono::steady_clock;

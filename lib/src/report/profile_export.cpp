@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sprof/chrome_trace.hpp"
+#include "sprof/sampled_profile.hpp"
 
 namespace sprof::report {
 namespace {
@@ -83,6 +84,18 @@ Result<ExportedProfile> export_profile(const query::Profile& profile, const Expo
   uint64_t written = write_stacks(*format, samples, filter, title, out.text);
   if (written == 0) spdlog::warn("no samples matched ({}: --all-threads reads every thread)", request.view.describe());
   out.what = fmt::format("{} samples, {}", written, request.view.describe());
+  return out;
+}
+
+ExportedProfile export_selection_stacks(const query::StatsSource& source, const query::Selection& selection,
+                                        StackFormat format, const std::string& title) {
+  const query::SampledProfile& sampled = *source.sampled();
+  const intervals::PythonTimer timer = *source.timer();
+  ExportedProfile out;
+  uint64_t written = write_stacks(format, sampled.samples, query::selection_filter(sampled, selection, timer),
+                                  fmt::format("{} ({})", title, intervals::to_string(timer)), out.text);
+  if (written == 0) spdlog::warn("no samples in the selected intervals (timer {})", intervals::to_string(timer));
+  out.what = fmt::format("{} samples, {}", written, intervals::to_string(timer));
   return out;
 }
 

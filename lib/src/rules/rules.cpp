@@ -1,6 +1,7 @@
 // Loads a profile, checks rule names and parameters, cuts the data into windows and runs the rules.
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -333,6 +334,9 @@ Status write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 Result<fs::path> write_rule_output(const fs::path& out_dir, const std::vector<RuleResult>& results, int64_t epoch_s) {
+  if (epoch_s < 0) {
+    epoch_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
   fs::path output = out_dir / "rule-output" / fmt::format("ProfilerReport-{}", epoch_s) / "profiler-output";
   fs::path reports = output / "profiler-reports";
   std::error_code ec;

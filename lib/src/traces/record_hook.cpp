@@ -8,6 +8,7 @@
 
 #include <array>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <set>
 #include <mutex>
@@ -289,6 +290,15 @@ Result<std::unique_ptr<launch::RecordHooks>> make_trace_windows_hook(const Trace
   }
   return std::unique_ptr<launch::RecordHooks>(
       std::make_unique<TraceWindowsHook>(options, std::move(folder), std::move(filename)));
+}
+
+Result<std::unique_ptr<launch::RecordHooks>> trace_windows_hook(std::string_view schedule, TraceWindowsOptions options) {
+  if (schedule.empty()) return std::unique_ptr<launch::RecordHooks>();
+  SPROF_TRY(options.schedule, parse_trace_schedule(schedule));
+  if (options.run_name.empty()) {
+    if (const char* env = std::getenv("RUN_NAME"); env != nullptr) options.run_name = env;
+  }
+  return make_trace_windows_hook(options);
 }
 
 std::string trace_windows_summary(const store::Manifest& manifest, const fs::path& profile_dir) {

@@ -344,6 +344,8 @@ RuleWatch::~RuleWatch() {
 }
 
 Result<std::unique_ptr<RuleWatch>> RuleWatch::create(RuleWatchOptions options) {
+  for (const std::string& r : options.rule_flags) SPROF_TRY_STATUS(parse_rule_flag(r, options));
+  for (const std::string& a : options.action_flags) SPROF_TRY_STATUS(parse_action_flag(a, options));
   auto impl = std::make_unique<Impl>();
   bool all = std::find(options.rules.begin(), options.rules.end(), "all") != options.rules.end();
   std::vector<std::string> builtin, custom;
