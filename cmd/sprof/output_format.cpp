@@ -46,7 +46,7 @@ void print_answer(const FormatOptions& format, std::string_view command, const A
       answer.json(doc);
       // What doc.dump(2, ' ', false, replace) writes (invalid UTF-8 in file names replaced, not an
       // abort), faster.
-      append_json_text(text, doc, 2);
+      append_json_text(text, doc, kAnswerJsonIndent);
       text += '\n';
       break;
     }

@@ -46,7 +46,8 @@ std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
                                   size_t function_count, const StatsTotals& totals, SortKey key);
 
 // [{file, line, function, label, ncalls, pcalls, tottime, cumtime, tottime_percall,
-//   cumtime_percall, callers: [{file, line, function, label, ncalls, pcalls, tottime, cumtime}]}]
+//   cumtime_percall, callers: [{file, line, function, label, ncalls, pcalls, tottime, cumtime}]}],
+// prewritten at kAnswerJsonIndent (sprof/json_output.hpp: only append_json_text writes it).
 Json functions_json(const std::vector<const FunctionEntry*>& rows);
 
 std::vector<std::string> function_csv_header();

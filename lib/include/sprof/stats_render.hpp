@@ -16,8 +16,9 @@
 
 namespace sprof::render {
 
-// A stats record with smdebug's list_profile_stats keys, plus stats_dir and name_format.
-Json record_json(const store::StatsRecord& record);
+// Stats records with smdebug's list_profile_stats keys, plus stats_dir and name_format, as an
+// array prewritten at kAnswerJsonIndent (sprof/json_output.hpp: only append_json_text writes it).
+Json records_json(const std::vector<const store::StatsRecord*>& records);
 Json problems_json(const std::vector<store::Problem>& problems);
 std::vector<std::string> record_csv_header();
 std::vector<std::string> record_csv_fields(const store::StatsRecord& record);

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sprof/json_output.hpp"
 #include "sprof/markup.hpp"
-
 #include "sprof/stats_dir.hpp"
 
 namespace sprof::render {
@@ -13,16 +13,22 @@ namespace {
 
 std::string f8(double x) { return fmt::format("{:8.3f}", x); }
 
-Json key_json(const store::FunctionKey& key) {
-  Json j;
-  j["file"] = key.file;
-  j["line"] = key.line;
-  j["function"] = key.name;
-  j["label"] = func_std_string(key);
-  return j;
+// The members every function and caller has, in their order.
+void write_key_members(JsonTextWriter& w, const store::FunctionKey& key) {
+  w.key("file").string(key.file);
+  w.key("line").integer(key.line);
+  w.key("function").string(key.name);
+  w.key("label").string(func_std_string(key));
 }
 
-Json nullable(double value, bool present) { return present ? Json(value) : Json(nullptr); }
+// A per-call time, or null without calls.
+void write_percall(JsonTextWriter& w, double time, int64_t calls) {
+  if (calls != 0) {
+    w.real(time / static_cast<double>(calls));
+  } else {
+    w.null();
+  }
+}
 
 }  // namespace
 
@@ -112,30 +118,38 @@ std::string render_function_table(const std::vector<const FunctionEntry*>& rows,
 }
 
 Json functions_json(const std::vector<const FunctionEntry*>& rows) {
-  Json list = Json::array();
+  // Written as text: the largest part of the stats answers, too slow to build as a document first.
+  std::string text;
+  JsonTextWriter w(text, kAnswerJsonIndent);
+  w.begin_array();
   for (const FunctionEntry* entry : rows) {
     const store::FunctionStats& s = entry->second;
-    Json j = key_json(entry->first);
-    j["ncalls"] = s.nc;
-    j["pcalls"] = s.cc;
-    j["tottime"] = s.tt;
-    j["cumtime"] = s.ct;
-    j["tottime_percall"] = nullable(s.nc ? s.tt / static_cast<double>(s.nc) : 0.0, s.nc != 0);
-    j["cumtime_percall"] = nullable(s.cc ? s.ct / static_cast<double>(s.cc) : 0.0, s.cc != 0);
-    Json callers = Json::array();
+    w.begin_object();
+    write_key_members(w, entry->first);
+    w.key("ncalls").integer(s.nc);
+    w.key("pcalls").integer(s.cc);
+    w.key("tottime").real(s.tt);
+    w.key("cumtime").real(s.ct);
+    write_percall(w.key("tottime_percall"), s.tt, s.nc);
+    write_percall(w.key("cumtime_percall"), s.ct, s.cc);
+    w.key("callers").begin_array();
     for (const auto& [caller, c] : s.callers) {
-      Json cj = key_json(caller);
-      cj["ncalls"] = c.nc;
+      w.begin_object();
+      write_key_members(w, caller);
+      w.key("ncalls").integer(c.nc);
       // The `profile` module records a bare call count per caller; cProfile a 4-tuple.
-      cj["pcalls"] = c.is_count ? Json(nullptr) : Json(c.cc);
-      cj["tottime"] = c.is_count ? Json(nullptr) : Json(c.tt);
-      cj["cumtime"] = c.is_count ? Json(nullptr) : Json(c.ct);
-      callers.push_back(std::move(cj));
+      if (c.is_count) {
+        w.key("pcalls").null().key("tottime").null().key("cumtime").null();
+      } else {
+        w.key("pcalls").integer(c.cc).key("tottime").real(c.tt).key("cumtime").real(c.ct);
+      }
+      w.end_object();
     }
-    j["callers"] = std::move(callers);
-    list.push_back(std::move(j));
+    w.end_array();
+    w.end_object();
   }
-  return list;
+  w.end_array();
+  return prewritten_json(std::move(text), kAnswerJsonIndent);
 }
 
 std::vector<std::string> function_csv_header() {

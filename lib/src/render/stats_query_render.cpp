@@ -13,9 +13,7 @@ void append_list_stats_json(Json& into, const std::string& dir, const store::Pro
                             const std::vector<const store::StatsRecord*>& rows) {
   into["profile_dir"] = dir;
   into["layout_level"] = store::to_string(index.level);
-  Json stats = Json::array();
-  for (const auto* r : rows) stats.push_back(record_json(*r));
-  into["stats"] = std::move(stats);
+  into["stats"] = records_json(rows);
   into["warnings"] = problems_json(index.problems);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "sprof/json_output.hpp"
 #include "sprof/markup.hpp"
 #include "sprof/stats_dir.hpp"
 #include "sprof/text_table.hpp"
@@ -21,25 +22,38 @@ std::string end_step_text(const store::StatsDirName& name) {
   return name.end.step ? std::to_string(*name.end.step) : "inf";
 }
 
-Json record_json(const store::StatsRecord& r) {
-  Json j;
-  // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
-  // null for an end `*` (smdebug's float('inf') has no JSON spelling).
-  j["profiler_name"] = r.profiler;
-  j["framework"] = r.framework;
-  j["node_id"] = r.node_id;
-  j["start_mode"] = sprof::to_string(r.name.start.mode);
-  j["start_step"] = r.name.start.step ? *r.name.start.step : -1;
-  j["start_phase"] = sprof::to_string(r.name.start.phase);
-  j["start_time_since_epoch_in_micros"] = r.name.start.time_us;
-  j["end_mode"] = sprof::to_string(r.name.end.mode);
-  j["end_step"] = r.name.end.step ? Json(*r.name.end.step) : Json(nullptr);
-  j["end_phase"] = sprof::to_string(r.name.end.phase);
-  j["end_time_since_epoch_in_micros"] = r.name.end.time_us;
-  j["stats_path"] = r.path.string();
-  j["stats_dir"] = r.dir_name;
-  j["name_format"] = store::to_string(r.name.format);
-  return j;
+Json records_json(const std::vector<const store::StatsRecord*>& records) {
+  std::string text;
+  JsonTextWriter w(text, kAnswerJsonIndent);
+  w.begin_array();
+  for (const store::StatsRecord* record : records) {
+    const store::StatsRecord& r = *record;
+    // smdebug's StepPythonProfileStats attributes, in its order. Steps: -1 for a start `*`,
+    // null for an end `*` (smdebug's float('inf') has no JSON spelling).
+    w.begin_object();
+    w.key("profiler_name").string(r.profiler);
+    w.key("framework").string(r.framework);
+    w.key("node_id").string(r.node_id);
+    w.key("start_mode").string(sprof::to_string(r.name.start.mode));
+    w.key("start_step").integer(r.name.start.step ? *r.name.start.step : -1);
+    w.key("start_phase").string(sprof::to_string(r.name.start.phase));
+    w.key("start_time_since_epoch_in_micros").real(r.name.start.time_us);
+    w.key("end_mode").string(sprof::to_string(r.name.end.mode));
+    w.key("end_step");
+    if (r.name.end.step) {
+      w.integer(*r.name.end.step);
+    } else {
+      w.null();
+    }
+    w.key("end_phase").string(sprof::to_string(r.name.end.phase));
+    w.key("end_time_since_epoch_in_micros").real(r.name.end.time_us);
+    w.key("stats_path").string(r.path.string());
+    w.key("stats_dir").string(r.dir_name);
+    w.key("name_format").string(store::to_string(r.name.format));
+    w.end_object();
+  }
+  w.end_array();
+  return prewritten_json(std::move(text), kAnswerJsonIndent);
 }
 
 Json problems_json(const std::vector<store::Problem>& problems) {
@@ -100,9 +114,7 @@ bool estimated_from_samples(const query::Aggregate& aggregate) {
 
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
                            const FunctionOrder& order) {
-  Json stats = Json::array();
-  for (const store::StatsRecord* r : aggregate.used) stats.push_back(record_json(*r));
-  into["stats"] = std::move(stats);
+  into["stats"] = records_json(aggregate.used);
   into["skipped"] = problems_json(aggregate.unreadable);
   into["total_calls"] = aggregate.total_calls;
   into["primitive_calls"] = aggregate.primitive_calls;
