@@ -17,7 +17,7 @@ namespace sprof::cli {
 namespace {
 
 struct AnalyzeCommandOptions {
-  std::string profile_dir;
+  ProfileArgument profile_dir;
   std::vector<std::string> params;
   std::string format = "table";
   bool json = false;
@@ -52,7 +52,7 @@ report::AnalyzeOptions analyze_options_of(const AnalyzeCommandOptions& options, 
 Result<int> run_analyze(const AnalyzeCommandOptions& options) {
   if (options.profile_dir.empty()) return make_error(ErrorKind::usage, "sprof analyze: DIR is required");
   SPROF_TRY(auto custom, rules::CustomRuleSet::load(options.custom));
-  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
+  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir.where));
   SPROF_TRY(auto report, report::analyze(profile, analyze_options_of(options, *custom)));
   SPROF_TRY(auto fail_on, rules::parse_fail_on(options.fail_on, report.rules));
   if (!options.html.empty()) SPROF_TRY_STATUS(write_html(profile, report, options.html));
@@ -106,7 +106,7 @@ void add_analyze(CLI::App& app, CommandList& commands) {
   add_content_options(report_sub, *report_options);
   commands.push_back(Command{report_sub, [report_options]() -> Result<int> {
     SPROF_TRY(auto custom, rules::CustomRuleSet::load(report_options->custom));
-    SPROF_TRY(auto profile, query::Profile::open(report_options->profile_dir));
+    SPROF_TRY(auto profile, query::Profile::open(report_options->profile_dir.where));
     SPROF_TRY(auto report, report::analyze(profile, analyze_options_of(*report_options, *custom)));
     SPROF_TRY_STATUS(write_html(profile, report, report_options->html));
     return 0;

@@ -36,7 +36,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
                                     options.phases));
   if (!options.phases.empty() && results.empty()) {
     return make_error(ErrorKind::usage, "--phase {}: no such phase in {} (node {})",
-                      fmt::join(options.phases, ","), options.query.profile.profile_dir,
+                      fmt::join(options.phases, ","), options.query.profile.profile_dir.text,
                       node.node_id);
   }
 
@@ -50,7 +50,7 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
     if (!options.query.format.given()) return 0;
   }
 
-  render::PhasesAnswer answer{options.query.profile.profile_dir, node.node_id, options.training_phase, options.compat,
+  render::PhasesAnswer answer{options.query.profile.profile_dir.text, node.node_id, options.training_phase, options.compat,
                               &results};
   print_answer(options.query.format, "by-phase",
                {[&](Json& doc) { render::append_phases_json(doc, answer, *source, options.query.table); },

@@ -4,6 +4,7 @@
 // options; main() then calls run() of the one subcommand that was parsed.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,20 @@ const GlobalOptions& global_options();
 // Whether progress lines are drawn: stderr is a terminal and -q was not given.
 bool progress_shown();
 
-// A positional argument that names a profile: a directory, or s3://bucket/prefix, which main()
-// mounts before the command runs (sprof/s3.hpp) so that the command reads it as a directory.
-CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, std::string& value, const std::string& help);
-bool is_profile_argument(const CLI::Option* option);
+// A positional argument that names a profile: a directory (or trace file), or s3://bucket/prefix.
+// main() opens each one given before the command runs (an S3 prefix is listed, sprof/s3.hpp);
+// the command reads the profile through `where` and names it by `text`.
+struct ProfileArgument {
+  std::string text;
+  store::ProfilePath where;
+  std::shared_ptr<remote::S3Client> s3;  // an S3 profile's client: what reading it transferred
+  bool empty() const { return text.empty(); }
+};
+CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, ProfileArgument& value, const std::string& help);
+// Opens the profile arguments `sub` was given (main(), before the command runs).
+Status open_profile_arguments(const CLI::App& sub);
+// What reading `sub`'s S3 profiles transferred (for -v).
+remote::TransferStats profile_transfers(const CLI::App& sub);
 
 // Record's and top's command: what follows "--"; main() puts the "--" a user left out before the
 // first word that is not one of sprof's options or their values (`sprof record python3 train.py

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sprof/closest_name.hpp"
 
@@ -48,21 +49,50 @@ const CLI::App* subcommand_named(const CLI::App& app, const std::string& word) {
 }  // namespace
 
 namespace {
-std::vector<const CLI::Option*>& profile_arguments() {
-  static std::vector<const CLI::Option*> options;
-  return options;
+// The profile arguments every subcommand declared, with the option that fills each.
+struct DeclaredProfileArgument {
+  const CLI::App* sub;
+  const CLI::Option* option;
+  ProfileArgument* argument;
+};
+std::vector<DeclaredProfileArgument>& profile_arguments() {
+  static std::vector<DeclaredProfileArgument> arguments;
+  return arguments;
 }
 }  // namespace
 
-CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, std::string& value, const std::string& help) {
-  CLI::Option* option = sub->add_option(name, value, help);
-  profile_arguments().push_back(option);
+CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, ProfileArgument& value, const std::string& help) {
+  CLI::Option* option = sub->add_option(name, value.text, help);
+  profile_arguments().push_back({sub, option, &value});
   return option;
 }
 
-bool is_profile_argument(const CLI::Option* option) {
-  const auto& all = profile_arguments();
-  return std::find(all.begin(), all.end(), option) != all.end();
+Status open_profile_arguments(const CLI::App& sub) {
+  for (const auto& [declared_in, option, argument] : profile_arguments()) {
+    if (declared_in != &sub || option->count() == 0) continue;
+    if (!remote::is_s3_url(argument->text)) {
+      argument->where = store::ProfilePath(argument->text);
+      continue;
+    }
+    SPROF_TRY(remote::S3Profile opened, remote::open_s3_profile(argument->text, s3_options()));
+    spdlog::debug("{}: {} objects ({} bytes) listed", argument->text, opened.objects, opened.bytes);
+    argument->where = std::move(opened.profile);
+    argument->s3 = std::move(opened.client);
+  }
+  return {};
+}
+
+remote::TransferStats profile_transfers(const CLI::App& sub) {
+  remote::TransferStats total;
+  for (const auto& [declared_in, option, argument] : profile_arguments()) {
+    if (declared_in != &sub || !argument->s3) continue;
+    remote::TransferStats s = argument->s3->stats();
+    total.requests += s.requests;
+    total.retries += s.retries;
+    total.bytes_down += s.bytes_down;
+    total.bytes_up += s.bytes_up;
+  }
+  return total;
 }
 
 size_t command_start(const CLI::App& app, const std::vector<std::string>& args) {

@@ -16,7 +16,7 @@ namespace sprof::cli {
 namespace {
 
 struct DiffFlags {
-  std::string base, next;
+  ProfileArgument base, next;
   std::string mode = "train";
   std::string base_steps, new_steps;
   double confidence = 0.95;
@@ -30,8 +30,10 @@ struct DiffFlags {
 
 Result<int> run_diff(const DiffFlags& f) {
   report::DiffOptions options;
-  options.base.path = f.base;
-  options.next.path = f.next;
+  options.base.path = f.base.where.path;
+  options.base.source = f.base.where.source;
+  options.next.path = f.next.where.path;
+  options.next.source = f.next.where.source;
   options.mode = mode_from_name(f.mode);
   SPROF_TRY_STATUS(report::parse_diff_steps("--base-steps", f.base_steps, options.base));
   SPROF_TRY_STATUS(report::parse_diff_steps("--new-steps", f.new_steps, options.next));

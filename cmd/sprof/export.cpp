@@ -21,7 +21,7 @@ namespace sprof::cli {
 namespace {
 
 struct ExportFlags {
-  std::string dir;
+  ProfileArgument dir;
   std::string format;
   std::string output = "-";
   int pid = 0;
@@ -42,7 +42,7 @@ Result<int> export_tables(const ExportFlags& f) {
   }
   report::TablesOptions options;
   options.job = f.job;
-  SPROF_TRY(report::TablesWritten written, report::write_profile_tables_at(f.dir, f.output, options, s3_options()));
+  SPROF_TRY(report::TablesWritten written, report::write_profile_tables_at(f.dir.where, f.output, options, s3_options()));
   if (!global_options().quiet) {
     fmt::print(stderr, "sprof: wrote job {} to {}: {} files, {} rows\n", written.job, f.output, written.files.size(),
                written.rows());
@@ -79,7 +79,7 @@ void add_export(CLI::App& app, CommandList& commands) {
   commands.push_back({sub, [flags]() -> Result<int> {
     SPROF_TRY(std::string format, report::export_format(flags->format, flags->output));
     if (format == "tables") return export_tables(*flags);
-    SPROF_TRY(query::Profile profile, query::Profile::open(flags->dir));
+    SPROF_TRY(query::Profile profile, query::Profile::open(flags->dir.where));
     report::ExportRequest request;
     request.format = format;
     request.view = flags->time.view();
@@ -87,7 +87,7 @@ void add_export(CLI::App& app, CommandList& commands) {
     request.pid = flags->pid;
     request.title = flags->title;
     SPROF_TRY(query::RunSelection run, query::parse_run_selection(flags->run));
-    SPROF_TRY(request.windows, query::selected_sample_windows(profile, run, flags->dir));
+    SPROF_TRY(request.windows, query::selected_sample_windows(profile, run, flags->dir.text));
     SPROF_TRY(report::ExportedProfile exported, report::export_profile(profile, request));
     std::string& text = exported.text;
     if (flags->gzip || flags->output.ends_with(".gz")) text = store::gzip(text);

@@ -15,7 +15,7 @@ namespace sprof::cli {
 namespace {
 
 struct GpuFlags {
-  std::string path;
+  ProfileArgument path;
   std::string view;
   int device = -1;
   query::RunSelectionText run;
@@ -33,10 +33,10 @@ struct GpuFlags {
 };
 
 Result<int> run_gpu(const GpuFlags& f) {
-  SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path, f.load));
+  SPROF_TRY(report::GpuInput input, report::load_gpu_input(f.path.where, f.load));
   for (const std::string& warning : input.trace.warnings) spdlog::warn("{}", warning);
   SPROF_TRY(query::RunSelection run, query::parse_run_selection(f.run));
-  SPROF_TRY(report::GpuSelection selection, report::select_gpu_work(input, f.device, run, f.path));
+  SPROF_TRY(report::GpuSelection selection, report::select_gpu_work(input, f.device, run, f.path.text));
   render::GpuViewOptions options;
   options.view = f.view;
   options.per_step = f.per_step;
@@ -47,9 +47,9 @@ Result<int> run_gpu(const GpuFlags& f) {
   options.launch.launch_delay_cutoff_ns = int64_t(std::llround(f.launch_delay_cutoff_us * 1000.0));
   options.call_sites.leaf = f.leaf;
   options.call_sites.max_distance_ns = int64_t(f.max_distance_ms * 1e6);
-  SPROF_TRY(render::GpuTable table, render::gpu_view_table(input, selection, options, f.path));
+  SPROF_TRY(render::GpuTable table, render::gpu_view_table(input, selection, options, f.path.text));
   print_answer(f.format, "gpu",
-               {[&](Json& doc) { render::add_gpu_view_json(input, f.path, f.view, std::move(table), doc); },
+               {[&](Json& doc) { render::add_gpu_view_json(input, f.path.text, f.view, std::move(table), doc); },
                 [&] {
                   std::string out = render::csv_line(table.headers);
                   for (const auto& row : table.rows) out += render::csv_line(row);

@@ -22,9 +22,9 @@ struct ListStatsOptions {
 Result<int> run_list_stats(const ListStatsOptions& options) {
   SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
   SPROF_TRY(query::Selection rows,
-            query::listed_records(index, options.node, options.profiler, options.profile.profile_dir));
+            query::listed_records(index, options.node, options.profiler, options.profile.profile_dir.text));
   print_answer(options.format, "list-stats",
-               {[&](Json& doc) { render::append_list_stats_json(doc, options.profile.profile_dir, index, rows); },
+               {[&](Json& doc) { render::append_list_stats_json(doc, options.profile.profile_dir.text, index, rows); },
                 [&] { return render::records_csv(rows); },
                 [&] {
                   render::TextStyle style{global_options().color_enabled, terminal_width()};

@@ -34,20 +34,6 @@ int exit_code_for(ErrorKind kind) {
   return kExitRuntime;
 }
 
-// A profile argument given as s3://bucket/prefix is mounted under the readers at that very
-// path, so the command reads it as it reads a directory (sprof/s3.hpp).
-Result<int> mount_s3_arguments(const CLI::App& sub) {
-  for (const CLI::Option* option : sub.get_options()) {
-    if (!is_profile_argument(option)) continue;
-    for (const std::string& value : option->results()) {
-      if (!remote::is_s3_url(value)) continue;
-      SPROF_TRY(remote::MountedProfile mounted, remote::mount_s3_profile(value, s3_options()));
-      spdlog::debug("{}: {} objects ({} bytes) listed", value, mounted.objects, mounted.bytes);
-    }
-  }
-  return 0;
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"sprof: a sampling profiler for Python training jobs, in the on-disk layout of "
                "SageMaker Debugger's profiler"};
@@ -122,9 +108,9 @@ int run(int argc, char** argv) {
   store::set_show_sprof_frames(g_options.sprof_frames);
   for (const auto& command : commands) {
     if (!command.app->parsed()) continue;
-    Result<int> result = mount_s3_arguments(*command.app);
-    if (result.ok()) result = command.run();
-    remote::TransferStats s3 = remote::mounted_transfer_stats();
+    Status opened = open_profile_arguments(*command.app);
+    Result<int> result = opened.ok() ? command.run() : Result<int>(opened.error());
+    remote::TransferStats s3 = profile_transfers(*command.app);
     if (s3.requests > 0) {
       spdlog::debug("S3: {} requests ({} retries), {} bytes down", s3.requests, s3.retries, s3.bytes_down);
     }

@@ -13,7 +13,7 @@ namespace sprof::cli {
 namespace {
 
 struct MarkersFlags {
-  std::string dir;
+  ProfileArgument dir;
   int pid = 0;
   std::string format = "table";
   std::string sort_by = "total";
@@ -21,9 +21,9 @@ struct MarkersFlags {
 };
 
 Result<int> run_markers(const MarkersFlags& f) {
-  SPROF_TRY(query::Profile profile, query::Profile::open(f.dir));
+  SPROF_TRY(query::Profile profile, query::Profile::open(f.dir.where));
   SPROF_TRY(auto processes,
-            report::profile_marker_stats(profile, f.pid, report::parse_marker_sort(f.sort_by), f.ascending, f.dir));
+            report::profile_marker_stats(profile, f.pid, report::parse_marker_sort(f.sort_by), f.ascending, f.dir.text));
   const bool single = f.pid != 0;
   fmt::print("{}", f.format == "json" ? render::markers_json(processes, single) : render::markers_text(processes, single));
   return 0;

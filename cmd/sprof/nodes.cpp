@@ -19,7 +19,7 @@ Result<int> run_nodes(const NodesOptions& options) {
 
   print_answer(options.format, "nodes",
                {[&](Json& doc) {
-                  doc["profile_dir"] = options.profile.profile_dir;
+                  doc["profile_dir"] = options.profile.profile_dir.text;
                   doc["nodes"] = render::nodes_json(nodes);
                   doc["warnings"] = render::problems_json(index.problems);
                 },

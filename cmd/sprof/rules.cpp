@@ -16,7 +16,7 @@ namespace sprof::cli {
 namespace {
 
 struct RulesCommandOptions {
-  std::string profile_dir;
+  ProfileArgument profile_dir;
   std::vector<std::string> rules;
   std::vector<std::string> params;
   std::string compat;
@@ -43,7 +43,7 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
   if (!custom->rules().empty()) run_options.custom = &custom->rules();
   // Names and parameters are checked before the profile is read, so typos fail fast.
   SPROF_TRY_STATUS(rules::check_rules(run_options));
-  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir));
+  SPROF_TRY(auto profile, query::Profile::open(options.profile_dir.where));
   SPROF_TRY(auto input, rules::load_rules_input(profile));
   SPROF_TRY(auto results, rules::run_rules(input, run_options));
   SPROF_TRY(auto fail_on, rules::parse_fail_on(options.fail_on, results));
@@ -53,7 +53,7 @@ Result<int> run_rules_command(const RulesCommandOptions& options) {
     spdlog::info("rule reports written to {}", written.string());
   }
   if (format == "json") {
-    fmt::print("{}", render::rules_json(results, options.profile_dir, options.compat));
+    fmt::print("{}", render::rules_json(results, options.profile_dir.text, options.compat));
   } else if (format == "csv") {
     fmt::print("{}", render::rules_csv(results));
   } else {

@@ -14,7 +14,7 @@ namespace sprof::cli {
 namespace {
 
 struct StatsDirsFlags {
-  std::string dir;
+  ProfileArgument dir;
   std::string python_timer = "total_time";
   WindowFlags window;
   recorder::StatsDirsPlan plan;  // --every-interval, --empty-dirs
@@ -25,16 +25,16 @@ Result<int> run_stats_dirs(const StatsDirsFlags& flags) {
   SPROF_TRY(plan.window, window_from_flags(flags.window));
   plan.timer = *intervals::parse_python_timer(flags.python_timer);
   plan.progress = render::stats_directories_progress(progress_shown());
-  SPROF_TRY(recorder::StatsDirsAtResult result, recorder::rewrite_stats_directories_at(flags.dir, plan, s3_options()));
+  SPROF_TRY(recorder::StatsDirsAtResult result, recorder::rewrite_stats_directories_at(flags.dir.where, plan, s3_options()));
   if (!global_options().quiet) {
-    if (result.rewrite.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir);
-    fmt::print(stderr, "sprof: wrote {} in {}\n", result.rewrite.summary.text(), flags.dir);
+    if (result.rewrite.recovered) fmt::print(stderr, "sprof: finished the unfinished recording in {}\n", flags.dir.text);
+    fmt::print(stderr, "sprof: wrote {} in {}\n", result.rewrite.summary.text(), flags.dir.text);
   }
   if (result.put_back) {
     const remote::UploadSummary& up = *result.put_back;
     for (const std::string& f : up.failed) fmt::print(stderr, "sprof: not put back: {}\n", f);
-    if (!up.failed.empty()) return make_error(ErrorKind::io, "{}: {} changes not put back (above)", flags.dir, up.failed.size());
-    if (!global_options().quiet) fmt::print(stderr, "sprof: put back {} changed files in {}\n", up.uploaded, flags.dir);
+    if (!up.failed.empty()) return make_error(ErrorKind::io, "{}: {} changes not put back (above)", flags.dir.text, up.failed.size());
+    if (!global_options().quiet) fmt::print(stderr, "sprof: put back {} changed files in {}\n", up.uploaded, flags.dir.text);
   }
   return 0;
 }

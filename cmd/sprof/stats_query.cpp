@@ -19,7 +19,7 @@ void add_profile_options(CLI::App* app, ProfileOptions& options) {
 }
 
 Result<store::ProfileIndex> load_profile(const ProfileOptions& options) {
-  return query::load_stats_index(options.profile_dir, options.strict);
+  return query::load_stats_index(options.profile_dir.where, options.strict);
 }
 
 void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats) {
@@ -56,7 +56,7 @@ Result<std::unique_ptr<query::StatsSource>> open_query_source(const QueryOptions
   if (!options.python_timer.empty()) source.timer = intervals::parse_python_timer(options.python_timer);
   source.strict = options.profile.strict;
   source.threads = options.threads;
-  return query::open_stats_source(options.profile.profile_dir, source);
+  return query::open_stats_source(options.profile.profile_dir.where, source);
 }
 
 Result<int> run_selection_command(const std::string& command, const QueryOptions& options,
@@ -65,10 +65,10 @@ Result<int> run_selection_command(const std::string& command, const QueryOptions
   SPROF_TRY(std::unique_ptr<query::StatsSource> source, open_query_source(options));
   if (stacks && source->sampled() == nullptr) {
     return make_error(ErrorKind::usage, "-f {} needs a sprof profile root with raw samples; {} is read from its "
-                      "stats files", options.format.format, options.profile.profile_dir);
+                      "stats files", options.format.format, options.profile.profile_dir.text);
   }
   SPROF_TRY(query::SelectedStats selected,
-            query::select_stats(*source, options.node, selection, options.profile.profile_dir));
+            query::select_stats(*source, options.node, selection, options.profile.profile_dir.text));
   if (!options.output.empty()) {
     SPROF_TRY_STATUS(query::write_aggregate_pstats(options.output, selected.aggregate));
     if (!options.format.given()) return 0;
@@ -76,14 +76,14 @@ Result<int> run_selection_command(const std::string& command, const QueryOptions
   if (stacks) {
     report::ExportedProfile out = report::export_selection_stacks(
         *source, selected.selection, *report::parse_stack_format(options.format.format),
-        fmt::format("{}: {}", options.profile.profile_dir, selection.description));
+        fmt::format("{}: {}", options.profile.profile_dir.text, selection.description));
     std::fwrite(out.text.data(), 1, out.text.size(), stdout);
     return 0;
   }
   const render::FunctionOrder& order = options.table;
   print_answer(options.format, command,
                {[&](Json& doc) {
-                  render::append_selection_json(doc, options.profile.profile_dir, *source, selection, selected, order);
+                  render::append_selection_json(doc, options.profile.profile_dir.text, *source, selection, selected, order);
                 },
                 [&] { return render::aggregate_csv(selected.aggregate, order, {}, {}, true); },
                 [&] { return render::selection_text(*source, selection, selected, order); }});

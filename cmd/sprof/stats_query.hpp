@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command.hpp"
 #include "output_format.hpp"
 #include "sprof/profile.hpp"
 #include "sprof/query.hpp"
@@ -18,7 +19,7 @@
 namespace sprof::cli {
 
 struct ProfileOptions {
-  std::string profile_dir;
+  ProfileArgument profile_dir;
   bool strict = false;
 };
 

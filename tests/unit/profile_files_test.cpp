@@ -100,46 +100,29 @@ class MemoryFiles final : public ProfileFiles {
   mutable size_t reads_ = 0;
 };
 
-// Mounts a memory copy of `dir` on a root that is not on disk; unmounts when done.
-struct Mounted {
+// A memory copy of `dir` served at a root that is not on disk.
+struct InMemory {
   fs::path root;
   std::shared_ptr<MemoryFiles> files;
-  explicit Mounted(const fs::path& dir, const std::string& name) {
+  explicit InMemory(const fs::path& dir, const std::string& name) {
     root = fs::temp_directory_path() / "sprof-not-on-disk" / name;
     REQUIRE_FALSE(fs::exists(root));
     files = std::make_shared<MemoryFiles>(root, dir);
-    mount_files(root, files);
   }
-  ~Mounted() { unmount_files(root); }
+  ProfilePath where() const { return ProfilePath(root, files); }
 };
 
 }  // namespace
 
-TEST_CASE("files_for picks the longest mounted root and falls back to the disk", "[store][files]") {
-  test::TempDir dir;
-  test::write_file(dir.path() / "a" / "b" / "f.txt", "disk");
-  CHECK(&files_for(dir.path() / "a") == &local_files());
-  {
-    Mounted outer(dir.path(), "outer");
-    Mounted inner(dir.path() / "a", "outer/a");
-    CHECK(&files_for(outer.root) == outer.files.get());
-    CHECK(&files_for(outer.root / "x" / ".." / "a") == inner.files.get());
-    CHECK(&files_for(outer.root / "a" / "b" / "f.txt") == inner.files.get());
-    CHECK(&files_for(outer.root.parent_path() / "outer-not") == &local_files());  // a prefix of a name is not a parent
-    CHECK(read_all(files_for(inner.root / "b" / "f.txt"), inner.root / "b" / "f.txt").value() == "disk");
-  }
-  CHECK(&files_for(fs::temp_directory_path() / "sprof-not-on-disk" / "outer") == &local_files());
-}
-
-TEST_CASE("trace events and system metrics read the same from a mounted source", "[store][files]") {
+TEST_CASE("trace events and system metrics read the same from a source in memory", "[store][files]") {
   fs::path disk = test::smdebug_fixtures() / "test_traces";
-  Mounted mem(disk, "test_traces");
+  InMemory mem(disk, "test_traces");
 
-  CHECK(detect(mem.root).framework == detect(disk).framework);
-  CHECK(detect(mem.root).system);
+  CHECK(detect(mem.root, *mem.files).framework == detect(disk).framework);
+  CHECK(detect(mem.root, *mem.files).system);
 
   auto local_metrics = read_system_metrics(disk);
-  auto mounted_metrics = read_system_metrics(mem.root);
+  auto mounted_metrics = read_system_metrics(mem.root, *mem.files);
   REQUIRE(local_metrics.ok());
   REQUIRE(mounted_metrics.ok());
   REQUIRE_FALSE(local_metrics->empty());
@@ -150,7 +133,7 @@ TEST_CASE("trace events and system metrics read the same from a mounted source",
   }
 
   auto local_traces = read_trace_events(disk);
-  auto mounted_traces = read_trace_events(mem.root);
+  auto mounted_traces = read_trace_events(mem.root, *mem.files);
   REQUIRE(local_traces.ok());
   REQUIRE(mounted_traces.ok());
   REQUIRE_FALSE(local_traces->events.empty());
@@ -162,12 +145,12 @@ TEST_CASE("trace events and system metrics read the same from a mounted source",
   CHECK(mem.files->reads() > 0);
 }
 
-TEST_CASE("a stats query runs on a mounted source without touching the disk", "[store][files][query]") {
+TEST_CASE("a stats query runs on a source in memory without touching the disk", "[store][files][query]") {
   fs::path disk = test::smdebug_fixtures() / "cprofile_python_stats";
-  Mounted mem(disk, "cprofile_python_stats");
+  InMemory mem(disk, "cprofile_python_stats");
 
   auto local = query::open_stats_source(disk, {});
-  auto mounted = query::open_stats_source(mem.root, {});
+  auto mounted = query::open_stats_source(mem.where(), {});
   REQUIRE(local.ok());
   REQUIRE(mounted.ok());
   REQUIRE((*mounted)->index().records.size() == (*local)->index().records.size());
@@ -185,7 +168,7 @@ TEST_CASE("a stats query runs on a mounted source without touching the disk", "[
   CHECK(mem.files->reads() == a->used.size());  // each stats file read once, from memory
 }
 
-TEST_CASE("a sprof profile's manifest and sample logs load from a mounted source", "[store][files]") {
+TEST_CASE("a sprof profile's manifest and sample logs load from a source in memory", "[store][files]") {
   test::TempDir dir;
   fs::path log_file = dir.path() / sample_log_path("4242-host");
   fs::create_directories(log_file.parent_path());
@@ -209,19 +192,17 @@ TEST_CASE("a sprof profile's manifest and sample logs load from a mounted source
   manifest.target_pid = 4242;
   REQUIRE(write_manifest(dir.path(), manifest).ok());
 
-  Mounted mem(dir.path(), "sprof-profile");
-  auto m = read_manifest(mem.root);
+  InMemory mem(dir.path(), "sprof-profile");
+  auto m = read_manifest(mem.root, *mem.files);
   REQUIRE(m.ok());
   CHECK(m->target_pid == 4242);
-  auto samples = load_profile_samples(mem.root);
+  auto samples = load_profile_samples(mem.root, std::nullopt, *mem.files);
   REQUIRE(samples.ok());
   REQUIRE(samples->processes.size() == 1);
   CHECK(samples->processes[0].node_id == "4242-host");
   CHECK(samples->processes[0].log.sample_count() == 20);
-  CHECK(unfinished_profile_hint(mem.root).empty());
+  CHECK(unfinished_profile_hint(mem.root, *mem.files).empty());
 
-  // Nothing mounted there any more: the root is simply not a directory.
-  fs::path root = mem.root;
-  unmount_files(root);
-  CHECK_FALSE(load_profile_samples(root).ok());
+  // Read from the disk, the same path is simply not a directory.
+  CHECK_FALSE(load_profile_samples(mem.root).ok());
 }

@@ -47,7 +47,7 @@ struct GpuLoadOptions {
 // A profile directory (its gpu/<pid>.gpu files and step timeline) or a Chrome trace file
 // (.json or .json.gz). A profile without GPU files is bad_input naming what `record` saw
 // (the gpu section of sprof.json) so that the user learns why.
-Result<GpuInput> load_gpu_input(const std::filesystem::path& path, const GpuLoadOptions& options = {});
+Result<GpuInput> load_gpu_input(const store::ProfilePath& path, const GpuLoadOptions& options = {});
 // The same for a profile already open.
 Result<GpuInput> load_gpu_input(const query::Profile& profile, const GpuLoadOptions& options = {});
 

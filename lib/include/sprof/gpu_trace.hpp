@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -141,9 +142,9 @@ struct GpuTrace {
 
 // sprof's own files: every gpu/<pid>.gpu of a profile directory, merged. A directory without
 // any gives an empty trace.
-Result<GpuTrace> read_gpu_activity(const std::filesystem::path& profile_dir);
+Result<GpuTrace> read_gpu_activity(const std::filesystem::path& profile_dir, const ProfileFiles& files = local_files());
 // One gpu/<pid>.gpu file appended into `trace` (not sorted).
-Status read_gpu_activity_file(const std::filesystem::path& path, GpuTrace& trace);
+Status read_gpu_activity_file(const std::filesystem::path& path, GpuTrace& trace, const ProfileFiles& files = local_files());
 // The same over bytes in memory (`source` names them in messages).
 Status parse_gpu_activity(std::string_view bytes, const std::string& source, GpuTrace& trace);
 
@@ -151,7 +152,7 @@ Status parse_gpu_activity(std::string_view bytes, const std::string& source, Gpu
 // gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cuda_sync, overhead; deviceProperties and
 // distributedInfo at the top. Other events are ignored. Read as a stream (memory: the records,
 // not the text); times exactly as written (µs with up to three decimals are whole ns).
-Result<GpuTrace> read_chrome_gpu_trace(const std::filesystem::path& path);
+Result<GpuTrace> read_chrome_gpu_trace(const std::filesystem::path& path, const ProfileFiles& files = local_files());
 // `piece_bytes`: the text is handed to the streaming parser in pieces of this size (tests vary it
 // to check that where a piece ends never matters).
 Result<GpuTrace> parse_chrome_gpu_trace(std::string_view json_text, const std::string& source,

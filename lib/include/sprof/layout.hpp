@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -63,15 +64,15 @@ struct ProfileContents {
   // What rules read: smdebug's system metrics or framework timelines.
   bool rule_data() const { return framework || system; }
 };
-ProfileContents detect(const std::filesystem::path& dir);
+ProfileContents detect(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 
 // The one wording, for every command, of a profile path that is no directory (bad_input):
 // "DIR: no such directory", "DIR: not a directory", or why it cannot be read.
-Status check_directory(const std::filesystem::path& dir);
+Status check_directory(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 
 // The one wording, for every command, of a directory that holds no profile (bad_input):
 // "DIR: not a profile directory (none of sprof.json, samples/, system/, framework/)", naming
 // the profiles directly inside it, if any (a parent of several recordings, given by mistake).
-Error not_a_profile_error(const std::filesystem::path& dir);
+Error not_a_profile_error(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 
 }  // namespace sprof::store

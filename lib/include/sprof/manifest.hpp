@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 
@@ -108,14 +109,14 @@ struct Manifest {
 
 // Calls fn with a profile's sprof.json and, in a job's prefix (the S3 job layout,
 // nodes/<host>/sprof.json), with every node's. Unreadable manifests are passed over.
-void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn);
+void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn, const ProfileFiles& files = local_files());
 
 // The ranks ($RANK) of a profile's processes by node id ("<pid>-<host>"), from for_each_manifest.
-std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir);
+std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 
 // Writes <dir>/sprof.json atomically (temporary file + rename).
 Status write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
-Result<Manifest> read_manifest(const std::filesystem::path& dir);
+Result<Manifest> read_manifest(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 // The manifest in `text`; `path` names it in errors.
 Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::path& path);
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/manifest.hpp"
 
 namespace sprof::store {
@@ -74,7 +75,7 @@ std::optional<IntervalStatsSection> interval_stats_section(const Manifest& manif
 // named "<minute>.algo-<n>.json", so record names a machine's metrics algo-<n> on disk and its
 // sprof.json says which host that is (system_metrics.node_id and host). From for_each_manifest;
 // ids no manifest names are missing (smdebug's own profiles: there algo-<n> is the host).
-std::map<std::string, std::string> system_node_hosts(const std::filesystem::path& dir);
+std::map<std::string, std::string> system_node_hosts(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 // The host `node` stands for in such a map, else the node id itself.
 std::string system_node_host(const std::map<std::string, std::string>& hosts, const std::string& node);
 

@@ -5,7 +5,7 @@
 // analyses (analyze runs the rules; diff and tables run analyze) reads each file once.
 //
 // A Profile is a handle: copies share what was loaded. Not for concurrent use from several
-// threads. The directory may be local or a mounted S3 prefix (store::files_for).
+// threads. The directory may be local or an S3 prefix (store::ProfilePath's source).
 
 #include <cstdint>
 #include <filesystem>
@@ -29,9 +29,13 @@ class Profile {
  public:
   // Errors (bad_input, one wording for every command): `dir` missing or not a directory.
   // What the directory holds is not checked here: each analysis says what it lacks.
-  static Result<Profile> open(const std::filesystem::path& dir);
+  static Result<Profile> open(const store::ProfilePath& where);
+  static Result<Profile> open(const std::filesystem::path& dir) { return open(store::ProfilePath(dir)); }
 
   const std::filesystem::path& dir() const;
+  // The directory with its files' source, for readers of what Profile does not load itself.
+  const store::ProfilePath& where() const;
+  const store::ProfileFiles& files() const { return where().files(); }
   // Which parts of the layout are present (sprof.json, samples/, framework/, system/, markers).
   const store::ProfileContents& contents() const;
   // The one wording of a directory that holds no profile (store::not_a_profile_error).

@@ -12,10 +12,12 @@
 //               file name, as smdebug's local reader does.
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 #include "sprof/stats_dir.hpp"
@@ -54,6 +56,8 @@ std::string_view to_string(ProfileLevel level);
 
 struct ProfileIndex {
   std::filesystem::path dir;  // as given
+  std::shared_ptr<const ProfileFiles> source;  // where the files are read from; null: locally
+  const ProfileFiles& files() const { return source ? *source : local_files(); }
   ProfileLevel level = ProfileLevel::root;
   // Sorted as smdebug sorts them: by start time, then node id (then path, so ties are
   // deterministic where smdebug's order would follow os.listdir).
@@ -70,7 +74,8 @@ struct DiscoverOptions {
 // directory of old-format stats dirs. Errors (bad_input): `dir` missing or not a directory,
 // nothing found under it, or (strict) any problem.
 Result<ProfileIndex> discover_profile(const std::filesystem::path& dir,
-                                      const DiscoverOptions& options = {});
+                                      const DiscoverOptions& options = {},
+                                      std::shared_ptr<const ProfileFiles> source = nullptr);
 
 // Sorted unique node ids of the records (smdebug's list_available_node_ids); profiler empty
 // means all profilers.

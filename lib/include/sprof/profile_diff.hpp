@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sprof/diff_stats.hpp"
 #include "sprof/modes.hpp"
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 #include "sprof/sample_report.hpp"
 
@@ -19,6 +21,7 @@ namespace sprof::report {
 
 struct DiffSideInput {
   std::filesystem::path path;              // a profile directory, or a Chrome trace (GPU views only)
+  std::shared_ptr<const store::ProfileFiles> source;  // where path's files are; null: locally
   std::optional<int64_t> first_step;       // the mode's step numbers, inclusive; unset: all
   std::optional<int64_t> last_step;
 };

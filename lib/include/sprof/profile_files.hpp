@@ -1,9 +1,9 @@
 #pragma once
 // Where store's readers get a profile's files from. Every reader of a recorded profile (layout
 // detection, the stats-directory walk, pstats, sample logs, trace events, system metrics, the
-// manifest, markers) lists and reads through ProfileFiles, never the file system directly, so a
-// remote profile (an S3 prefix fetched on demand) can sit under the same readers and queries:
-// mount a ProfileFiles on a local root and every path under that root is served by it.
+// manifest, markers) lists and reads through the ProfileFiles it is given, never the file system
+// directly, so a remote profile (an S3 prefix fetched on demand) sits under the same readers and
+// queries: a ProfilePath carries a profile's path with its source.
 
 #include <cstdint>
 #include <filesystem>
@@ -59,14 +59,19 @@ class ProfileFiles {
 // The local file system.
 const ProfileFiles& local_files();
 
-// The files under `path`: the source mounted on the longest root that contains it, the local
-// file system otherwise. Readers call this with the path they are given.
-const ProfileFiles& files_for(const std::filesystem::path& path);
-
-// Serves every path under `root` (lexically normalised, absolute or relative as readers will be
-// given it) from `files` until unmounted; replaces a source already mounted there.
-void mount_files(const std::filesystem::path& root, std::shared_ptr<const ProfileFiles> files);
-void unmount_files(const std::filesystem::path& root);
+// Where a profile is: its path and the source its files come from (the local file system, or an
+// S3 prefix fetched on demand, whose readers are given "s3://bucket/prefix/..." paths). Readers
+// take the source with the path; nothing looks it up by path.
+struct ProfilePath {
+  ProfilePath() = default;
+  ProfilePath(std::filesystem::path where, std::shared_ptr<const ProfileFiles> from = nullptr)
+      : path(std::move(where)), source(std::move(from)) {}
+  std::filesystem::path path;
+  std::shared_ptr<const ProfileFiles> source;  // null: the local file system
+  const ProfileFiles& files() const { return source ? *source : local_files(); }
+  // A path under this one, from the same source.
+  ProfilePath operator/(const std::filesystem::path& child) const { return ProfilePath(path / child, source); }
+};
 
 // Helpers over ProfileFiles.
 Result<std::string> read_all(const ProfileFiles& files, const std::filesystem::path& path);

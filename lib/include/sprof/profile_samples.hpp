@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/result.hpp"
 #include "sprof/sample_log.hpp"
@@ -25,6 +26,10 @@ struct ProcessSamples {
 
 struct ProfileSamples {
   std::filesystem::path dir;
+  // Where dir's files were read from (load_profile_samples' source, which outlives the samples);
+  // null: locally.
+  const ProfileFiles* source = nullptr;
+  const ProfileFiles& files() const { return source != nullptr ? *source : local_files(); }
   std::optional<Manifest> manifest;
   std::vector<ProcessSamples> processes;  // ordered by pid
 
@@ -49,7 +54,7 @@ bool show_sprof_frames();
 // Frames of sprof's bootstrap are dropped from the stacks unless show_sprof_frames().
 // `only_pid`: only that process's logs (node ids "<pid>-<host>"), for a reader during a recording.
 Result<ProfileSamples> load_profile_samples(const std::filesystem::path& dir,
-                                            std::optional<int32_t> only_pid = std::nullopt);
+                                            std::optional<int32_t> only_pid = std::nullopt, const ProfileFiles& files = local_files());
 
 // Replaces the profile's manifest (e.g. with record's final one, before sprof.json is rewritten)
 // and points each process at its entry in it.
@@ -66,6 +71,6 @@ inline constexpr const char* kRecoveredState = "recovered";
 // One line for messages about a profile whose recording or statistics are unfinished ("the
 // recording did not finish ...: `sprof stats-dirs DIR` finishes it"), or "" when it is finished
 // or has no readable sprof.json.
-std::string unfinished_profile_hint(const std::filesystem::path& dir);
+std::string unfinished_profile_hint(const std::filesystem::path& dir, const ProfileFiles& files = local_files());
 
 }  // namespace sprof::store

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 #include "sprof/s3.hpp"
 
@@ -39,13 +40,13 @@ struct TablesWritten {
 
 // The tables: jobs, steps, function_samples, kernels, system_metrics, rules (a table the profile
 // has nothing for gets no file). A job name is made of [A-Za-z0-9._-] (others become '_').
-Result<TablesWritten> write_profile_tables(const std::filesystem::path& profile_dir, const std::filesystem::path& out_dir,
+Result<TablesWritten> write_profile_tables(const store::ProfilePath& profile_dir, const std::filesystem::path& out_dir,
                                            const TablesOptions& options);
 
 // The same into a directory or under an s3:// prefix (written to a private local directory, then
 // uploaded). A job already under the prefix is refused, as in a directory: its objects are never
 // replaced. Files that could not be uploaded are an io error that names them.
-Result<TablesWritten> write_profile_tables_at(const std::filesystem::path& profile_dir, const std::string& out_dir_or_url,
+Result<TablesWritten> write_profile_tables_at(const store::ProfilePath& profile_dir, const std::string& out_dir_or_url,
                                               const TablesOptions& options, const remote::S3Options& s3);
 
 }  // namespace sprof::report

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -130,17 +131,17 @@ class ParsedPstats {
  private:
   friend class StatsTable;
   friend Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& source);
-  friend Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into);
+  friend Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into, const ProfileFiles& files);
   struct Data;
   std::unique_ptr<Data> data_;
 };
 
 // Takes the bytes (the result refers into them). Errors as parse_pstats.
 Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& source);
-Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path);
+Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path, const ProfileFiles& files = local_files());
 // The same into `into`, reusing its buffers: reading thousands of files through a few of them
 // allocates nothing per file. On error `into` holds nothing.
-Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into);
+Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into, const ProfileFiles& files = local_files());
 
 // A loaded stats dict. Entries keep the order of the file (Python dict order).
 class StatsTable {
@@ -165,7 +166,7 @@ class StatsTable {
   // for aggregating many files (keys are hashed once and copied only when new; about 2.5x
   // faster than read_pstats + add). On error the table is unchanged.
   Status add_bytes(std::string_view bytes, const std::string& source);
-  Status add_file(const std::filesystem::path& path);
+  Status add_file(const std::filesystem::path& path, const ProfileFiles& files = local_files());
   // The same for a file parsed beforehand (possibly on another thread).
   void add(const ParsedPstats& parsed);
 
@@ -198,7 +199,7 @@ bool identical(const StatsTable& a, const StatsTable& b);
 // Parse marshal bytes. `source` names the file in error messages. Rejects what pstats would
 // reject (non-dict top level, malformed keys/values) and marshal types pstats never writes.
 Result<StatsTable> parse_pstats(std::string_view bytes, const std::string& source);
-Result<StatsTable> read_pstats(const std::filesystem::path& path);
+Result<StatsTable> read_pstats(const std::filesystem::path& path, const ProfileFiles& files = local_files());
 
 // marshal bytes that pstats.Stats() and `python3 -m pstats` load. An empty table is an error
 // (pstats.Stats raises TypeError on an empty dict).

@@ -144,6 +144,7 @@ struct Aggregate {
 struct AggregateOptions {
   bool strict = false;   // an unreadable file is an error instead of a skipped record
   unsigned threads = 0;  // threads that read and parse files; 0 = one per core (at most 4)
+  const store::ProfileFiles* files = nullptr;  // where the records' files are; null: locally
 };
 
 // Reads the selected files (in parallel) and adds them in selection order. Unreadable files

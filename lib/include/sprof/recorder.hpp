@@ -73,7 +73,7 @@ struct StatsDirsAtResult {
   StatsDirsResult rewrite;
   std::optional<remote::UploadSummary> put_back;
 };
-Result<StatsDirsAtResult> rewrite_stats_directories_at(const std::string& dir_or_url, const StatsDirsPlan& plan,
+Result<StatsDirsAtResult> rewrite_stats_directories_at(const store::ProfilePath& dir, const StatsDirsPlan& plan,
                                                        const remote::S3Options& s3);
 
 }  // namespace sprof::recorder

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sprof/launch.hpp"
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::remote {
@@ -145,20 +146,21 @@ class S3Client {
   std::unique_ptr<Impl> impl_;
 };
 
-// Mounts `url` (a profile's prefix) under store's readers at the path `url` itself, so that
-// every reader given "s3://bucket/prefix" lists the prefix (one ListObjectsV2 at mount) and
-// reads each object it needs from the cache (<cache>/s3/<bucket>/<key>, kept with its ETag),
-// downloading it first if the cache has no copy of that ETag. Errors: bad URL (usage), no
-// credentials, the listing failed, or the prefix holds nothing (bad_input).
-struct MountedProfile {
+// A profile's prefix opened for store's readers: `profile` is the path "s3://bucket/prefix" with
+// a source that lists the prefix once (one ListObjectsV2, or the cached listing while the
+// prefix's generation marker is unchanged) and reads each object a reader needs from the cache
+// (<cache>/s3/<bucket>/<key>, kept with its ETag), downloading it first if the cache has no copy
+// of that ETag. Errors: bad URL (usage), no credentials, the listing failed, or the prefix holds
+// nothing (bad_input).
+struct S3Profile {
+  store::ProfilePath profile;
   S3Location location;
   size_t objects = 0;
   uint64_t bytes = 0;
   std::filesystem::path cache_dir;
+  std::shared_ptr<S3Client> client;  // stats(): what reading the profile transferred
 };
-Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& options);
-// What the mounts of this process transferred (for -v and the tests).
-TransferStats mounted_transfer_stats();
+Result<S3Profile> open_s3_profile(std::string_view url, const S3Options& options);
 
 // Uploads the files of a local profile directory under `url`, skipping those already there with
 // the same size and (single-part) MD5 ETag. `progress` sees (done, total) bytes.
@@ -177,8 +179,8 @@ Result<UploadSummary> upload_directory(const std::filesystem::path& dir, std::st
 Result<UploadSummary> upload_tree(const std::filesystem::path& dir, std::string_view url, const S3Options& options,
                                   std::string_view absent = {});
 
-// For commands that rewrite a profile in place (stats-dirs): the node's profile mounted at `url`
-// (mount_s3_profile: a one-node job's prefix, or a job's nodes/<host>) copied into `into`, and put
+// For commands that rewrite a profile in place (stats-dirs): the node's profile on S3 (open_s3_profile:
+// a one-node job's prefix, or a job's nodes/<host>) copied into `into`, and put
 // back: changed files uploaded in the job layout, objects whose files are gone removed. A prefix
 // of several nodes, or one not in the job layout, is a usage error.
 struct ProfileCopy {
@@ -187,8 +189,7 @@ struct ProfileCopy {
   std::string host;  // the node: its part is nodes/<host>/
   std::vector<std::string> before;  // the profile's files (relative paths) when copied
 };
-Result<ProfileCopy> copy_mounted_profile(std::string_view url, const std::filesystem::path& into,
-                                         const S3Options& options);
+Result<ProfileCopy> copy_s3_profile(const store::ProfilePath& profile, const std::filesystem::path& into);
 Result<UploadSummary> put_back(const ProfileCopy& copy, const S3Options& options);
 
 // Append-only files of a recording in progress (sample logs, markers, GPU activity, system

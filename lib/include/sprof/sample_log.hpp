@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/layout.hpp"
 #include "sprof/result.hpp"
 
@@ -123,7 +124,7 @@ struct StackNode {
 class SampleLog {
  public:
   // Reads `file`; a torn or corrupt tail (e.g. after SIGKILL) is dropped, see truncated().
-  static Result<SampleLog> open(const std::filesystem::path& file);
+  static Result<SampleLog> open(const std::filesystem::path& file, const ProfileFiles& files = local_files());
   // The same over bytes in memory (`name` is used in messages).
   static Result<SampleLog> parse(std::string bytes, std::string name = "sample log");
 

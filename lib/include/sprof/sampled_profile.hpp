@@ -34,7 +34,7 @@ struct SampledProfile {
 };
 
 // Errors: what load_profile_samples and plan_intervals report.
-Result<SampledProfile> load_sampled_profile(const std::filesystem::path& dir,
+Result<SampledProfile> load_sampled_profile(const store::ProfilePath& dir,
                                             const timeline::StepTimeline& timeline);
 
 // A thread's threading name; the sampler reads the names of the threads the threading module

@@ -54,11 +54,11 @@ class StatsSource {
 // Errors: usage (--source samples on a directory without raw samples, a timer or threads for
 // stats files, a thread no process of the profile has),
 // bad_input (no samples to answer from, unreadable profile), and what discovery reports.
-Result<std::unique_ptr<StatsSource>> open_stats_source(const std::filesystem::path& dir,
+Result<std::unique_ptr<StatsSource>> open_stats_source(const store::ProfilePath& dir,
                                                        const SourceOptions& options);
 
 // The stats files under dir, with every skipped entry logged as a warning (an error when strict).
-Result<store::ProfileIndex> load_stats_index(const std::filesystem::path& dir, bool strict);
+Result<store::ProfileIndex> load_stats_index(const store::ProfilePath& dir, bool strict);
 
 // smdebug's fetch_profile_stats_by_training_phase and _by_job_phase over a source: one aggregate
 // per training phase (a (start mode, end mode) pair) or per job phase (the pairs it holds, each

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/manifest.hpp"
 #include "sprof/markers.hpp"
 #include "sprof/result.hpp"
@@ -176,12 +177,14 @@ StepTimeline build_step_timeline(std::span<const store::Marker> markers);
 // process at its detach time from the manifest sprof.json (set_process_exit). A profile without
 // markers gives an empty timeline, not an error; malformed lines are skipped (as the parser does).
 // Errors: profile_dir is not a directory, or a marker file exists but cannot be read.
-Result<StepTimeline> read_step_timeline(const std::filesystem::path& profile_dir);
+Result<StepTimeline> read_step_timeline(const std::filesystem::path& profile_dir,
+                                        const store::ProfileFiles& files = store::local_files());
 
 // read_step_timeline() with the manifest given (record has it before sprof.json is final);
 // manifest nullptr: no process exits are known. `problems` gets the marker parser's complaints.
 Result<StepTimeline> build_profile_timeline(const std::filesystem::path& profile_dir,
                                             const store::Manifest* manifest,
-                                            std::vector<std::string>* problems = nullptr);
+                                            std::vector<std::string>* problems = nullptr,
+                                            const store::ProfileFiles& files = store::local_files());
 
 }  // namespace sprof::timeline

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -46,12 +47,12 @@ std::filesystem::path system_file_path(const std::filesystem::path& profile_dir,
 
 // One file, records in file order. A corrupt or incomplete LAST line is skipped, as smdebug skips it
 // (a crash mid-write leaves one); a corrupt line anywhere else is a bad_input error naming file and line.
-Result<std::vector<SystemMetric>> read_system_metrics_file(const std::filesystem::path& path);
+Result<std::vector<SystemMetric>> read_system_metrics_file(const std::filesystem::path& path, const ProfileFiles& files = local_files());
 Result<std::vector<SystemMetric>> parse_system_metrics(std::string_view text, const std::string& source);
 
 // Every system file under <profile>/system (files smdebug would ignore are ignored), in smdebug's
 // order: by file timestamp, then path; records in file order. No system directory: empty.
-Result<std::vector<SystemMetric>> read_system_metrics(const std::filesystem::path& profile_dir);
+Result<std::vector<SystemMetric>> read_system_metrics(const std::filesystem::path& profile_dir, const ProfileFiles& files = local_files());
 
 // smdebug's get_events_within_time_range: start <= Timestamp <= end (both inclusive, compared in
 // nanoseconds), optionally only records of one Type.

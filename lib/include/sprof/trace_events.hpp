@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "sprof/profile_files.hpp"
 #include "sprof/result.hpp"
 
 namespace sprof::store {
@@ -118,7 +119,7 @@ class TraceEventParser {
 };
 
 // One file with a fresh parser of the type its name selects (pythontimeline if unknown).
-Result<std::vector<TraceEvent>> read_trace_file(const std::filesystem::path& path);
+Result<std::vector<TraceEvent>> read_trace_file(const std::filesystem::path& path, const ProfileFiles& files = local_files());
 
 struct TraceReadResult {
   std::vector<TraceEvent> events;
@@ -127,7 +128,7 @@ struct TraceReadResult {
 // Every trace file under <profile>/framework (smdebug's selection), ordered by file timestamp then
 // path, each read by the parser of its type. A file that is not valid JSON is skipped with a warning,
 // as smdebug skips it. No framework directory: empty.
-Result<TraceReadResult> read_trace_events(const std::filesystem::path& profile_dir);
+Result<TraceReadResult> read_trace_events(const std::filesystem::path& profile_dir, const ProfileFiles& files = local_files());
 
 // smdebug's get_events_within_time_range: events that overlap [start_us, end_us] (end >= start and
 // start <= end).

@@ -63,7 +63,7 @@ Result<GpuProcessState> parse_gpu_state(std::string_view text, const std::string
 
 std::vector<GpuProcessState> read_gpu_states(const fs::path& dir, std::vector<std::string>& problems) {
   std::vector<GpuProcessState> out;
-  const store::ProfileFiles& files = store::files_for(dir);
+  const store::ProfileFiles& files = store::local_files();  // a recording's own directory
   if (files.kind(dir) != store::FileKind::directory) return out;
   auto entries = files.list(dir);
   if (!entries.ok()) {

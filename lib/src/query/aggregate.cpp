@@ -27,7 +27,8 @@ struct Slot {
 
 class ParsePipeline {
  public:
-  ParsePipeline(const Selection& records, unsigned threads) : records_(records), ring_(kAhead) {
+  ParsePipeline(const Selection& records, const store::ProfileFiles& files, unsigned threads)
+      : records_(records), files_(files), ring_(kAhead) {
     for (unsigned t = 0; t < threads; ++t) pool_.emplace_back([this] { work(); });
   }
   ~ParsePipeline() {
@@ -70,7 +71,7 @@ class ParsePipeline {
         i = next_++;
       }
       Slot& slot = ring_[i % kAhead];  // the taker is done with it, and no other worker has i
-      slot.status = store::read_pstats_into(records_[i]->path, slot.parsed);
+      slot.status = store::read_pstats_into(records_[i]->path, slot.parsed, files_);
       bool wake;
       {
         std::lock_guard lock(mutex_);
@@ -82,6 +83,7 @@ class ParsePipeline {
   }
 
   const Selection& records_;
+  const store::ProfileFiles& files_;
   std::vector<Slot> ring_;
   std::vector<std::thread> pool_;
   std::mutex mutex_;
@@ -125,7 +127,8 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
   unsigned threads = options.threads;
   if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   Aggregate out;
-  ParsePipeline pipeline(records, static_cast<unsigned>(std::min<size_t>(threads, (records.size() + 7) / 8)));
+  ParsePipeline pipeline(records, options.files != nullptr ? *options.files : store::local_files(),
+                         static_cast<unsigned>(std::min<size_t>(threads, (records.size() + 7) / 8)));
   for (size_t i = 0; i < records.size(); ++i) {
     const StatsRecord* record = records[i];
     Slot& slot = pipeline.take(i);

@@ -32,12 +32,13 @@ std::optional<PythonTimer> timer_from_manifest(const store::Manifest& manifest) 
 
 }  // namespace
 
-Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline::StepTimeline& timeline) {
+Result<SampledProfile> load_sampled_profile(const store::ProfilePath& dir, const timeline::StepTimeline& timeline) {
   SampledProfile out;
-  SPROF_TRY(out.samples, store::load_profile_samples(dir));
+  SPROF_TRY(out.samples, store::load_profile_samples(dir.path, std::nullopt, dir.files()));
   SPROF_TRY(out.intervals, intervals::plan_intervals(out.samples, timeline));
   if (out.samples.manifest) out.recorded_timer = timer_from_manifest(*out.samples.manifest);
-  out.index.dir = dir;
+  out.index.dir = dir.path;
+  out.index.source = dir.source;
   out.index.level = store::ProfileLevel::root;
   out.index.records.reserve(out.intervals.size());
   for (const ProcessInterval& interval : out.intervals) {
@@ -47,7 +48,7 @@ Result<SampledProfile> load_sampled_profile(const fs::path& dir, const timeline:
     record.node_id = interval.node_id;
     record.dir_name = interval.dir_name;
     record.name = interval.name;
-    record.path = dir / interval.relative_dir() / store::kCprofileStatsFile;
+    record.path = dir.path / interval.relative_dir() / store::kCprofileStatsFile;
     record.sampled = true;
     out.index.records.push_back(std::move(record));
   }

@@ -176,7 +176,7 @@ std::vector<NodeSummary> node_summaries(const store::ProfileIndex& index) {
         if (!p.rank.empty()) ranks[p.node_id] = p.rank;
         if (auto parent = by_pid.find(p.ppid); parent != by_pid.end()) parents[p.node_id] = parent->second;
       }
-    });
+    }, index.files());
   }
   std::vector<NodeSummary> out;
   out.reserve(nodes.size());

@@ -23,12 +23,12 @@ std::optional<SourceKind> parse_source_kind(std::string_view text) {
   return std::nullopt;
 }
 
-Result<store::ProfileIndex> load_stats_index(const fs::path& dir, bool strict) {
+Result<store::ProfileIndex> load_stats_index(const store::ProfilePath& dir, bool strict) {
   store::DiscoverOptions discover;
   discover.strict = strict;
-  SPROF_TRY(store::ProfileIndex index, store::discover_profile(dir, discover));
+  SPROF_TRY(store::ProfileIndex index, store::discover_profile(dir.path, discover, dir.source));
   for (const store::Problem& problem : index.problems) spdlog::warn("{} (skipped)", problem.message);
-  spdlog::debug("{}: read as a {}; {} stats files", dir.string(), store::to_string(index.level),
+  spdlog::debug("{}: read as a {}; {} stats files", dir.path.string(), store::to_string(index.level),
                 index.records.size());
   return index;
 }
@@ -45,6 +45,7 @@ class StatsFilesSource final : public StatsSource {
   Result<Aggregate> aggregate(const Selection& selection) const override {
     AggregateOptions options;
     options.strict = strict_;
+    options.files = &index_.files();
     SPROF_TRY(Aggregate aggregate, query::aggregate(selection, options));
     for (const store::Problem& p : aggregate.unreadable) spdlog::warn("{} (skipped)", p.message);
     if (!selection.empty() && aggregate.used.empty()) {
@@ -100,16 +101,17 @@ Status check_threads(const SampledProfile& profile, const std::vector<std::strin
 
 }  // namespace
 
-Result<std::unique_ptr<StatsSource>> open_stats_source(const fs::path& dir, const SourceOptions& options) {
-  const bool raw_samples = store::detect(dir).raw_samples();
+Result<std::unique_ptr<StatsSource>> open_stats_source(const store::ProfilePath& where, const SourceOptions& options) {
+  const fs::path& dir = where.path;
+  const bool raw_samples = store::detect(dir, where.files()).raw_samples();
   if (options.kind == SourceKind::samples && !raw_samples) {
     return make_error(ErrorKind::usage,
                       "--source samples: {} is not a sprof profile root (it needs sprof.json and samples/)",
                       dir.string());
   }
   if (raw_samples && options.kind != SourceKind::stats) {
-    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(dir));
-    SPROF_TRY(SampledProfile sampled, load_sampled_profile(dir, timeline));
+    SPROF_TRY(timeline::StepTimeline timeline, timeline::read_step_timeline(dir, where.files()));
+    SPROF_TRY(SampledProfile sampled, load_sampled_profile(where, timeline));
     if (sampled.index.records.empty()) {
       return make_error(ErrorKind::bad_input, "{}: no samples to answer from", dir.string());
     }
@@ -124,7 +126,7 @@ Result<std::unique_ptr<StatsSource>> open_stats_source(const fs::path& dir, cons
                       "{} applies to answers from raw samples; {} is answered from its stats files",
                       options.timer ? "--python-timer" : "--thread", dir.string());
   }
-  SPROF_TRY(store::ProfileIndex index, load_stats_index(dir, options.strict));
+  SPROF_TRY(store::ProfileIndex index, load_stats_index(where, options.strict));
   return std::unique_ptr<StatsSource>(std::make_unique<StatsFilesSource>(std::move(index), options.strict));
 }
 

@@ -57,15 +57,15 @@ Result<StatsDirsResult> rewrite_stats_directories(const std::filesystem::path& d
   return result;
 }
 
-Result<StatsDirsAtResult> rewrite_stats_directories_at(const std::string& dir_or_url, const StatsDirsPlan& plan,
+Result<StatsDirsAtResult> rewrite_stats_directories_at(const store::ProfilePath& dir, const StatsDirsPlan& plan,
                                                        const remote::S3Options& s3) {
   StatsDirsAtResult out;
-  if (!remote::is_s3_url(dir_or_url)) {
-    SPROF_TRY(out.rewrite, rewrite_stats_directories(dir_or_url, plan));
+  if (dir.source == nullptr) {
+    SPROF_TRY(out.rewrite, rewrite_stats_directories(dir.path, plan));
     return out;
   }
   SPROF_TRY(TempDir scratch, TempDir::create("sprof-stats-dirs-"));
-  SPROF_TRY(remote::ProfileCopy copy, remote::copy_mounted_profile(dir_or_url, scratch.path(), s3));
+  SPROF_TRY(remote::ProfileCopy copy, remote::copy_s3_profile(dir, scratch.path()));
   SPROF_TRY(out.rewrite, rewrite_stats_directories(copy.dir, plan));
   SPROF_TRY(out.put_back, remote::put_back(copy, s3));
   return out;

@@ -15,10 +15,11 @@ namespace fs = std::filesystem;
 
 namespace sprof::remote {
 
-Result<ProfileCopy> copy_mounted_profile(std::string_view url, const fs::path& into, const S3Options& options) {
+Result<ProfileCopy> copy_s3_profile(const store::ProfilePath& profile, const fs::path& into) {
+  const std::string url = profile.path.string();
   SPROF_TRY(S3Location location, parse_s3_url(url));
-  const fs::path root{std::string(url)};
-  const store::ProfileFiles& files = store::files_for(root);
+  const fs::path& root = profile.path;
+  const store::ProfileFiles& files = profile.files();
   if (files.kind(root / "sprof.json") != store::FileKind::file) {
     if (files.kind(root / kNodesDir) == store::FileKind::directory) {
       std::vector<std::string> nodes;
@@ -30,7 +31,7 @@ Result<ProfileCopy> copy_mounted_profile(std::string_view url, const fs::path& i
     }
     return make_error(ErrorKind::bad_input, "{}: no sprof.json, not a profile sprof recorded", url);
   }
-  SPROF_TRY(store::Manifest manifest, store::read_manifest(root));
+  SPROF_TRY(store::Manifest manifest, store::read_manifest(root, files));
   ProfileCopy copy;
   copy.dir = into;
   copy.host = manifest.host.empty() ? std::string("localhost") : manifest.host;
@@ -42,7 +43,6 @@ Result<ProfileCopy> copy_mounted_profile(std::string_view url, const fs::path& i
   } else if (location.prefix.ends_with("/" + node_suffix)) {
     copy.job.prefix = location.prefix.substr(0, location.prefix.size() - node_suffix.size() - 1);
   }
-  (void)options;
   SPROF_TRY(std::vector<fs::path> paths, store::files_under(files, root));
   files.prefetch(paths);
   for (const fs::path& path : paths) {

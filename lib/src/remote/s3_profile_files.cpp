@@ -1,4 +1,4 @@
-// A profile prefix on S3 under store's readers: one listing at mount, each object downloaded on
+// A profile prefix on S3 under store's readers: one listing when opened, each object downloaded on
 // first read into the cache (<cache>/s3/<bucket>/objects/<key>, its ETag beside it under
 // etags/), reused while the listing's ETag and size match.
 
@@ -36,10 +36,10 @@ std::string read_text(const fs::path& path) {
 
 class S3ProfileFiles final : public store::ProfileFiles {
  public:
-  S3ProfileFiles(S3Location location, fs::path mount_root, std::shared_ptr<S3Client> client, fs::path cache,
+  S3ProfileFiles(S3Location location, fs::path root, std::shared_ptr<S3Client> client, fs::path cache,
                  const std::vector<ObjectInfo>& objects)
       : location_(std::move(location)),
-        root_(normal(mount_root)),
+        root_(normal(root)),
         client_(std::move(client)),
         cache_(std::move(cache)) {
     size_t strip = location_.prefix.empty() ? 0 : location_.prefix.size() + 1;
@@ -248,12 +248,6 @@ class S3ProfileFiles final : public store::ProfileFiles {
   mutable std::map<std::string, std::shared_ptr<std::mutex>> in_flight_;
 };
 
-std::mutex g_clients_mutex;
-std::vector<std::shared_ptr<S3Client>>& clients() {
-  static std::vector<std::shared_ptr<S3Client>> all;
-  return all;
-}
-
 fs::path default_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') return fs::path(xdg) / "sprof";
@@ -348,7 +342,7 @@ void remember_listing(const S3ProfileFiles& files, const S3Location& loc, const 
 
 }  // namespace
 
-Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& options) {
+Result<S3Profile> open_s3_profile(std::string_view url, const S3Options& options) {
   SPROF_TRY(S3Location location, parse_s3_url(url));
   SPROF_TRY(S3Config config, resolve_s3_config(options));
   auto client = std::make_shared<S3Client>(config);
@@ -364,8 +358,8 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
   }
   std::vector<ObjectInfo> objects;
   size_t unsafe = 0;
-  MountedProfile mounted;
-  mounted.location = location;
+  S3Profile opened;
+  opened.location = location;
   size_t outside = 0;
   for (ObjectInfo& o : listed) {
     // A key the server listed outside the prefix asked for (or the prefix itself) is not the
@@ -380,7 +374,7 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
       ++unsafe;
       continue;
     }
-    mounted.bytes += o.size;
+    opened.bytes += o.size;
     objects.push_back(std::move(o));
   }
   if (outside > 0) {
@@ -394,29 +388,15 @@ Result<MountedProfile> mount_s3_profile(std::string_view url, const S3Options& o
   if (objects.empty()) {
     return make_error(ErrorKind::bad_input, "{}: no objects under this prefix (not a profile)", location.url());
   }
-  mounted.objects = objects.size();
-  mounted.cache_dir = cache_root / "s3" / location.bucket;
-  spdlog::debug("{}: {} objects, {} bytes; cache {}", location.url(), mounted.objects, mounted.bytes,
-                mounted.cache_dir.string());
-  auto files = std::make_shared<S3ProfileFiles>(location, fs::path(std::string(url)), client, mounted.cache_dir, objects);
+  opened.objects = objects.size();
+  opened.cache_dir = cache_root / "s3" / location.bucket;
+  spdlog::debug("{}: {} objects, {} bytes; cache {}", location.url(), opened.objects, opened.bytes,
+                opened.cache_dir.string());
+  auto files = std::make_shared<S3ProfileFiles>(location, fs::path(std::string(url)), client, opened.cache_dir, objects);
   if (!reused) remember_listing(*files, location, objects, listing);
-  store::mount_files(fs::path(std::string(url)), std::move(files));
-  std::lock_guard lock(g_clients_mutex);
-  clients().push_back(std::move(client));
-  return mounted;
-}
-
-TransferStats mounted_transfer_stats() {
-  std::lock_guard lock(g_clients_mutex);
-  TransferStats total;
-  for (const auto& c : clients()) {
-    TransferStats s = c->stats();
-    total.requests += s.requests;
-    total.retries += s.retries;
-    total.bytes_down += s.bytes_down;
-    total.bytes_up += s.bytes_up;
-  }
-  return total;
+  opened.profile = store::ProfilePath(fs::path(std::string(url)), std::move(files));
+  opened.client = std::move(client);
+  return opened;
 }
 
 }  // namespace sprof::remote

@@ -79,9 +79,9 @@ void drop_last_step(GpuInput& input, const fs::path& path) {
 }
 
 // A Chrome trace file with its ProfilerStep#N events.
-Result<GpuInput> load_trace_file(const fs::path& path) {
+Result<GpuInput> load_trace_file(const fs::path& path, const store::ProfileFiles& files) {
   GpuInput input;
-  SPROF_TRY(input.trace, store::read_chrome_gpu_trace(path));
+  SPROF_TRY(input.trace, store::read_chrome_gpu_trace(path, files));
   for (const store::GpuTraceStep& s : input.trace.steps) input.steps.push_back({s.step, Mode::global, s.start_ns, s.end_ns});
   if (input.trace.empty()) {
     return make_error(ErrorKind::bad_input, "{}: no GPU events (kernel, gpu_memcpy, gpu_memset, cuda_runtime) in this trace",
@@ -121,14 +121,15 @@ GpuInput with_options(GpuInput input, const fs::path& path, const GpuLoadOptions
 
 }  // namespace
 
-Result<GpuInput> load_gpu_input(const fs::path& path, const GpuLoadOptions& options) {
-  store::FileKind kind = store::files_for(path).kind(path);
+Result<GpuInput> load_gpu_input(const store::ProfilePath& where, const GpuLoadOptions& options) {
+  const fs::path& path = where.path;
+  store::FileKind kind = where.files().kind(path);
   if (kind == store::FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such file or directory", path.string());
   if (kind != store::FileKind::directory) {
-    SPROF_TRY(GpuInput input, load_trace_file(path));
+    SPROF_TRY(GpuInput input, load_trace_file(path, where.files()));
     return with_options(std::move(input), path, options);
   }
-  SPROF_TRY(query::Profile profile, query::Profile::open(path));
+  SPROF_TRY(query::Profile profile, query::Profile::open(where));
   return load_gpu_input(profile, options);
 }
 

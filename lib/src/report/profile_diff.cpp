@@ -262,18 +262,17 @@ void read_gpu(Result<GpuInput> loaded, Mode mode, const DiffSideInput& input, bo
 Result<SideData> read_side(const DiffSideInput& input, const DiffOptions& options, const char* which) {
   SideData data;
   data.side.path = input.path.string();
-  std::error_code ec;
   if (is_trace_file(input.path)) {
     data.side.trace_file = true;
-    read_gpu(load_gpu_input(input.path), options.mode, input, true, data);
+    read_gpu(load_gpu_input(store::ProfilePath(input.path, input.source)), options.mode, input, true, data);
     if (!data.gpu) return make_error(ErrorKind::bad_input, "{} {}: {}", which, input.path.string(), data.gpu_note);
     data.side.steps = size_t(data.gpu->steps);
     return data;
   }
-  if (!fs::exists(input.path, ec) && input.path.string().find("://") == std::string::npos) {
+  if (store::ProfilePath(input.path, input.source).files().kind(input.path) == store::FileKind::missing) {
     return make_error(ErrorKind::bad_input, "{} {}: no such file or directory", which, input.path.string());
   }
-  SPROF_TRY(query::Profile profile, query::Profile::open(input.path));
+  SPROF_TRY(query::Profile profile, query::Profile::open(store::ProfilePath(input.path, input.source)));
   SPROF_TRY(AnalyzeReport report, analyze(profile, AnalyzeOptions::figures_only()));
   // sprof's own profiles have samples (analyze has read them); smdebug's none.
   const store::ProfileSamples* samples = nullptr;

@@ -206,7 +206,7 @@ Status write_kernels(const query::Profile& profile, const ProcessSteps& steps, c
 
 }  // namespace
 
-Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs::path& out_dir, const TablesOptions& options) {
+Result<TablesWritten> write_profile_tables(const store::ProfilePath& profile_dir, const fs::path& out_dir, const TablesOptions& options) {
   SPROF_TRY(query::Profile profile, query::Profile::open(profile_dir));
   SPROF_TRY(AnalyzeReport report, analyze(profile, AnalyzeOptions::figures_only()));
   const store::ProfileSamples* loaded = nullptr;
@@ -214,7 +214,7 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
     SPROF_TRY(loaded, profile.samples());
   }
   TablesWritten written;
-  written.job = partition_value(options.job.empty() ? default_job(profile_dir, report) : options.job);
+  written.job = partition_value(options.job.empty() ? default_job(profile_dir.path, report) : options.job);
   static const char* const kTables[] = {"jobs", "steps", "function_samples", "kernels", "system_metrics", "rules"};
   for (const char* table : kTables) {
     std::error_code ec;
@@ -233,7 +233,7 @@ Result<TablesWritten> write_profile_tables(const fs::path& profile_dir, const fs
   std::set<std::string> hosts;
   for (const JobMachine& m : report.job.machines) hosts.insert(m.host);
   TableWriter jobs = writer("jobs");
-  SPROF_TRY_STATUS(jobs.add("", ordered_json{{"profile", profile_dir.string()},
+  SPROF_TRY_STATUS(jobs.add("", ordered_json{{"profile", profile_dir.path.string()},
                                              {"command", report.job.command},
                                              {"mode", report.job.mode},
                                              {"state", report.job.state},

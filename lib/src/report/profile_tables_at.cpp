@@ -7,7 +7,7 @@
 
 namespace sprof::report {
 
-Result<TablesWritten> write_profile_tables_at(const std::filesystem::path& profile_dir, const std::string& out_dir_or_url,
+Result<TablesWritten> write_profile_tables_at(const store::ProfilePath& profile_dir, const std::string& out_dir_or_url,
                                               const TablesOptions& options, const remote::S3Options& s3) {
   if (!remote::is_s3_url(out_dir_or_url)) return write_profile_tables(profile_dir, out_dir_or_url, options);
   SPROF_TRY(TempDir staging, TempDir::create("sprof-tables-"));

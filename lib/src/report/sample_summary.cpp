@@ -51,8 +51,8 @@ std::string TimeView::describe() const {
 
 ThreadsByPid step_threads_of(const store::ProfileSamples& samples) {
   timeline::StepTimeline steps;
-  if (store::detect(samples.dir).markers) {
-    auto read = timeline::read_step_timeline(samples.dir);
+  if (store::detect(samples.dir, samples.files()).markers) {
+    auto read = timeline::read_step_timeline(samples.dir, samples.files());
     if (read.ok()) steps = std::move(*read);  // else each process's main thread
   }
   std::vector<const store::SampleLog*> logs;

@@ -8,9 +8,8 @@ namespace sprof::timeline {
 namespace fs = std::filesystem;
 
 Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const store::Manifest* manifest,
-                                            std::vector<std::string>* problems) {
-  const store::ProfileFiles& files = store::files_for(profile_dir);
-  SPROF_TRY_STATUS(store::check_directory(profile_dir));
+                                            std::vector<std::string>* problems, const store::ProfileFiles& files) {
+  SPROF_TRY_STATUS(store::check_directory(profile_dir, files));
   StepTimelineBuilder builder;
   std::string text;
   for (std::string_view name : {store::kMarkersLog, store::kStepFnLog}) {
@@ -34,13 +33,13 @@ Result<StepTimeline> build_profile_timeline(const fs::path& profile_dir, const s
   return builder.build();
 }
 
-Result<StepTimeline> read_step_timeline(const fs::path& profile_dir) {
+Result<StepTimeline> read_step_timeline(const fs::path& profile_dir, const store::ProfileFiles& files) {
   std::optional<store::Manifest> manifest;
-  if (store::files_for(profile_dir).kind(profile_dir / store::kManifestFileName) != store::FileKind::missing) {
-    SPROF_TRY(store::Manifest m, store::read_manifest(profile_dir));
+  if (files.kind(profile_dir / store::kManifestFileName) != store::FileKind::missing) {
+    SPROF_TRY(store::Manifest m, store::read_manifest(profile_dir, files));
     manifest = std::move(m);
   }
-  return build_profile_timeline(profile_dir, manifest ? &*manifest : nullptr);
+  return build_profile_timeline(profile_dir, manifest ? &*manifest : nullptr, nullptr, files);
 }
 
 }  // namespace sprof::timeline

@@ -21,21 +21,21 @@ fs::path stats_dir_path(std::string_view framework, std::string_view profiler, s
   return fs::path(kFrameworkDir) / framework / profiler / node_id / dir_name;
 }
 
-Status check_directory(const fs::path& dir) {
-  auto status = files_for(dir).status(dir);
+Status check_directory(const fs::path& dir, const ProfileFiles& files) {
+  auto status = files.status(dir);
   if (!status.ok()) return status.error();  // "cannot read DIR: why"
   if (*status == FileKind::missing) return make_error(ErrorKind::bad_input, "{}: no such directory", dir.string());
   if (*status != FileKind::directory) return make_error(ErrorKind::bad_input, "{}: not a directory", dir.string());
   return {};
 }
 
-Error not_a_profile_error(const fs::path& dir) {
+Error not_a_profile_error(const fs::path& dir, const ProfileFiles& files) {
   // Only the directory's own entries are looked at: a parent such as the system's temporary
   // directory is not walked.
   std::vector<std::string> inside;
-  auto entries = files_for(dir).list(dir);
+  auto entries = files.list(dir);
   for (const FileEntry& entry : entries.ok() ? *entries : std::vector<FileEntry>{}) {
-    if (entry.kind == FileKind::directory && detect(entry.path).profile()) inside.push_back(entry.path.string());
+    if (entry.kind == FileKind::directory && detect(entry.path, files).profile()) inside.push_back(entry.path.string());
   }
   std::sort(inside.begin(), inside.end());
   std::string hint;
@@ -51,9 +51,8 @@ Error not_a_profile_error(const fs::path& dir) {
                     hint);
 }
 
-ProfileContents detect(const fs::path& dir) {
+ProfileContents detect(const fs::path& dir, const ProfileFiles& files) {
   ProfileContents c;
-  const ProfileFiles& files = files_for(dir);
   c.is_directory = files.kind(dir) == FileKind::directory;
   if (!c.is_directory) return c;
   c.manifest = files.kind(dir / kManifestFileName) == FileKind::file;

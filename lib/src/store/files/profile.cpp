@@ -209,7 +209,7 @@ class Walker {
 // `dir_name`: its own name, from the absolute path ("." names nothing).
 ProfileLevel detect_level(const ProfileFiles& files, const fs::path& dir, const std::string& dir_name) {
   // A profile root without python stats still has its other parts (or sprof's manifest).
-  ProfileContents contents = detect(dir);
+  ProfileContents contents = detect(dir, files);
   if (contents.framework || contents.system || contents.manifest) {
     return ProfileLevel::root;
   }
@@ -259,12 +259,13 @@ std::string_view to_string(ProfileLevel level) {
   return "profile root";
 }
 
-Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions& options) {
-  const ProfileFiles& files = files_for(dir);
-  SPROF_TRY_STATUS(check_directory(dir));
-
+Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions& options,
+                                      std::shared_ptr<const ProfileFiles> source) {
   ProfileIndex index;
   index.dir = dir;
+  index.source = std::move(source);
+  const ProfileFiles& files = index.files();
+  SPROF_TRY_STATUS(check_directory(dir, files));
   // Names derived from the path (framework, node) need the real path, not "." or "x/..".
   std::error_code ec;
   fs::path absolute = fs::absolute(dir, ec).lexically_normal();
@@ -286,7 +287,7 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
       walker.in_profiler_dir(name_of(absolute.parent_path()));
       walker.scan_node(dir, name_of(absolute.parent_path().parent_path()), name_of(absolute));
       break;
-    case ProfileLevel::none: return not_a_profile_error(dir);
+    case ProfileLevel::none: return not_a_profile_error(dir, files);
   }
 
   if (options.strict && !index.problems.empty()) {

@@ -91,78 +91,11 @@ class LocalFiles final : public ProfileFiles {
   }
 };
 
-struct Mount {
-  fs::path root;
-  std::shared_ptr<const ProfileFiles> files;
-};
-
-std::mutex& mounts_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-// Kept in a static that is never destroyed: readers may run from other static destructors.
-std::vector<Mount>& mounts() {
-  static auto* list = new std::vector<Mount>();
-  return *list;
-}
-
-fs::path normalised(const fs::path& path) {
-  std::error_code ec;
-  fs::path absolute = fs::absolute(path, ec);
-  return (ec ? path : absolute).lexically_normal();
-}
-
-// True when `path` is `root` or lies under it, component by component.
-bool contains(const fs::path& root, const fs::path& path) {
-  auto r = root.begin();
-  auto p = path.begin();
-  for (; r != root.end(); ++r, ++p) {
-    if (r->empty()) continue;  // a trailing separator
-    if (p == path.end() || *r != *p) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 const ProfileFiles& local_files() {
   static const LocalFiles files;
   return files;
-}
-
-const ProfileFiles& files_for(const fs::path& path) {
-  std::lock_guard lock(mounts_mutex());
-  if (mounts().empty()) return local_files();
-  fs::path target = normalised(path);
-  const Mount* best = nullptr;
-  for (const Mount& m : mounts()) {
-    if (contains(m.root, target) &&
-        (!best || std::distance(m.root.begin(), m.root.end()) > std::distance(best->root.begin(), best->root.end()))) {
-      best = &m;
-    }
-  }
-  // The source outlives its use: unmounting while a reader runs is the caller's mistake.
-  return best ? *best->files : local_files();
-}
-
-void mount_files(const fs::path& root, std::shared_ptr<const ProfileFiles> files) {
-  std::lock_guard lock(mounts_mutex());
-  fs::path key = normalised(root);
-  for (Mount& m : mounts()) {
-    if (m.root == key) {
-      m.files = std::move(files);
-      return;
-    }
-  }
-  mounts().push_back(Mount{key, std::move(files)});
-}
-
-void unmount_files(const fs::path& root) {
-  std::lock_guard lock(mounts_mutex());
-  fs::path key = normalised(root);
-  auto& list = mounts();
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const Mount& m) { return m.root == key; }), list.end());
 }
 
 Result<std::string> read_all(const ProfileFiles& files, const fs::path& path) {

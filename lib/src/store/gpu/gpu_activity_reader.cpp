@@ -303,9 +303,9 @@ std::string memcpy_name(std::string_view copy_kind, std::string_view src_memory,
 
 std::string memset_name(std::string_view memory) { return fmt::format("Memset ({})", memory); }
 
-Status read_gpu_activity_file(const fs::path& path, GpuTrace& trace) {
+Status read_gpu_activity_file(const fs::path& path, GpuTrace& trace, const ProfileFiles& files) {
   std::string data;
-  if (auto status = files_for(path).read(path, data); !status.ok()) return status;
+  if (auto status = files.read(path, data); !status.ok()) return status;
   return parse_gpu_activity(data, path.string(), trace);
 }
 
@@ -363,17 +363,16 @@ Status parse_gpu_activity(std::string_view data, const std::string& source, GpuT
   return {};
 }
 
-Result<GpuTrace> read_gpu_activity(const fs::path& profile_dir) {
+Result<GpuTrace> read_gpu_activity(const fs::path& profile_dir, const ProfileFiles& files) {
   GpuTrace trace;
   trace.clock = "monotonic";
   fs::path dir = profile_dir / kGpuDir;
-  const ProfileFiles& files = files_for(dir);
   if (files.kind(dir) != FileKind::directory) return trace;
   auto entries = files.list(dir);
   if (!entries.ok()) return entries.error();
   for (const FileEntry& entry : *entries) {
     if (entry.kind != FileKind::file || fs::path(entry.name).extension() != ".gpu") continue;
-    if (auto status = read_gpu_activity_file(entry.path, trace); !status.ok()) {
+    if (auto status = read_gpu_activity_file(entry.path, trace, files); !status.ok()) {
       trace.warnings.push_back(status.error().message);
     }
   }

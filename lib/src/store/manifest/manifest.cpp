@@ -147,9 +147,9 @@ Status write_manifest(const std::filesystem::path& dir, const Manifest& m) {
   return write_file_atomically(dir / kManifestFileName, j.dump(2) + "\n");
 }
 
-Result<Manifest> read_manifest(const std::filesystem::path& dir) {
+Result<Manifest> read_manifest(const std::filesystem::path& dir, const ProfileFiles& files) {
   auto path = dir / kManifestFileName;
-  SPROF_TRY(std::string text, read_all(files_for(path), path));
+  SPROF_TRY(std::string text, read_all(files, path));
   return parse_manifest(text, path);
 }
 
@@ -268,34 +268,35 @@ Result<Manifest> parse_manifest(std::string_view text, const std::filesystem::pa
 
 namespace {
 
-void visit_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn) {
-  auto manifest = read_manifest(dir);
+void visit_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn,
+                    const ProfileFiles& files) {
+  auto manifest = read_manifest(dir, files);
   if (manifest.ok()) fn(*manifest);
 }
 
 }  // namespace
 
-void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn) {
-  const ProfileFiles& files = files_for(dir);
-  if (files.kind(dir / kManifestFileName) == FileKind::file) visit_manifest(dir, fn);
+void for_each_manifest(const std::filesystem::path& dir, const std::function<void(const Manifest&)>& fn,
+                       const ProfileFiles& files) {
+  if (files.kind(dir / kManifestFileName) == FileKind::file) visit_manifest(dir, fn, files);
   std::filesystem::path nodes = dir / "nodes";
   if (files.kind(nodes) == FileKind::directory) {
     auto entries = files.list(nodes);
     if (entries.ok()) {
       for (const auto& e : *entries) {
-        if (e.kind == FileKind::directory) visit_manifest(e.path, fn);
+        if (e.kind == FileKind::directory) visit_manifest(e.path, fn, files);
       }
     }
   }
 }
 
-std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir) {
+std::map<std::string, std::string> process_ranks(const std::filesystem::path& dir, const ProfileFiles& files) {
   std::map<std::string, std::string> ranks;
   for_each_manifest(dir, [&](const Manifest& manifest) {
     for (const auto& p : manifest.processes) {
       if (!p.rank.empty()) ranks[p.node_id] = p.rank;
     }
-  });
+  }, files);
   return ranks;
 }
 

@@ -130,12 +130,12 @@ std::optional<IntervalStatsSection> interval_stats_section(const Manifest& manif
   return s;
 }
 
-std::map<std::string, std::string> system_node_hosts(const std::filesystem::path& dir) {
+std::map<std::string, std::string> system_node_hosts(const std::filesystem::path& dir, const ProfileFiles& files) {
   std::map<std::string, std::string> hosts;
   for_each_manifest(dir, [&](const Manifest& manifest) {
     auto section = system_metrics_section(manifest);
     if (section && !section->node_id.empty() && !manifest.host.empty()) hosts[section->node_id] = manifest.host;
-  });
+  }, files);
   return hosts;
 }
 

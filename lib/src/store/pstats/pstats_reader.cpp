@@ -33,9 +33,9 @@ Result<StatsTable> parse_pstats(std::string_view bytes, const std::string& sourc
   return table;
 }
 
-Result<StatsTable> read_pstats(const std::filesystem::path& path) {
+Result<StatsTable> read_pstats(const std::filesystem::path& path, const ProfileFiles& files) {
   std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
+  SPROF_TRY_STATUS(files.read(path, bytes));
   return parse_pstats(bytes, path.string());
 }
 
@@ -46,9 +46,9 @@ Status StatsTable::add_bytes(std::string_view bytes, const std::string& source) 
   return {};
 }
 
-Status StatsTable::add_file(const std::filesystem::path& path) {
+Status StatsTable::add_file(const std::filesystem::path& path, const ProfileFiles& files) {
   std::string& bytes = scratch().bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
+  SPROF_TRY_STATUS(files.read(path, bytes));
   return add_bytes(bytes, path.string());
 }
 
@@ -72,17 +72,17 @@ Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& so
   return result;
 }
 
-Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path) {
+Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path, const ProfileFiles& files) {
   std::string bytes;
-  SPROF_TRY_STATUS(files_for(path).read(path, bytes));
+  SPROF_TRY_STATUS(files.read(path, bytes));
   return parse_pstats_owned(std::move(bytes), path.string());
 }
 
-Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into) {
+Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into, const ProfileFiles& files) {
   if (!into.data_) into.data_ = std::make_unique<ParsedPstats::Data>();
   ParsedPstats::Data& data = *into.data_;
   data.parsed.clear();
-  Status status = files_for(path).read(path, data.bytes);
+  Status status = files.read(path, data.bytes);
   if (status.ok()) status = parse_pstats_view(data.bytes, path.string(), data.parsed);
   if (!status.ok()) data.parsed.clear();
   return status;

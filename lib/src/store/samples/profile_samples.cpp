@@ -63,11 +63,11 @@ bool is_sprof_bootstrap_file(std::string_view file) {
   return name.size() == std::string_view(kBootstrapDirPrefix).size() + 6 && name.starts_with(kBootstrapDirPrefix);
 }
 
-Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<int32_t> only_pid) {
-  const ProfileFiles& files = files_for(dir);
-  SPROF_TRY_STATUS(check_directory(dir));
+Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<int32_t> only_pid, const ProfileFiles& files) {
+  SPROF_TRY_STATUS(check_directory(dir, files));
   ProfileSamples profile;
   profile.dir = dir;
+  profile.source = &files;
   bool has_manifest = files.kind(dir / kManifestFileName) != FileKind::missing;
   fs::path samples_dir = dir / kSamplesDir;
   bool has_samples = files.kind(samples_dir) == FileKind::directory;
@@ -88,7 +88,7 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<i
                       kManifestFileName);
   }
   if (has_manifest) {
-    auto manifest = read_manifest(dir);
+    auto manifest = read_manifest(dir, files);
     if (!manifest.ok()) return std::move(manifest).error();
     profile.manifest = std::move(manifest).value();
   }
@@ -105,7 +105,7 @@ Result<ProfileSamples> load_profile_samples(const fs::path& dir, std::optional<i
       fs::path file = entry.path / std::string(kSampleLogFileName);
       if (entry.kind != FileKind::directory || files.kind(file) == FileKind::missing) continue;
       if (only_pid && !entry.name.starts_with(std::to_string(*only_pid) + "-")) continue;
-      auto log = SampleLog::open(file);
+      auto log = SampleLog::open(file, files);
       if (!log.ok()) return std::move(log).error();
       report_damage(file, *log);
       if (!g_show_sprof_frames) {
@@ -154,9 +154,9 @@ void recover_unfinished(ProfileSamples& profile) {
   attach_manifest(profile, std::move(m));
 }
 
-std::string unfinished_profile_hint(const fs::path& dir) {
-  if (files_for(dir).kind(dir / kManifestFileName) == FileKind::missing) return {};
-  auto manifest = read_manifest(dir);
+std::string unfinished_profile_hint(const fs::path& dir, const ProfileFiles& files) {
+  if (files.kind(dir / kManifestFileName) == FileKind::missing) return {};
+  auto manifest = read_manifest(dir, files);
   if (!manifest.ok()) return {};
   if (manifest->state == "recording") {
     return fmt::format("the recording did not finish ({} says \"recording\"): `sprof stats-dirs {}` finishes it",

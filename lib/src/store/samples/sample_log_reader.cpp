@@ -91,8 +91,8 @@ bool decode_samples(const char* begin, const char* end, int64_t first_us, const 
 
 }  // namespace
 
-Result<SampleLog> SampleLog::open(const std::filesystem::path& file) {
-  SPROF_TRY(std::string bytes, read_all(files_for(file), file));
+Result<SampleLog> SampleLog::open(const std::filesystem::path& file, const ProfileFiles& files) {
+  SPROF_TRY(std::string bytes, read_all(files, file));
   return parse(std::move(bytes), file.string());
 }
 

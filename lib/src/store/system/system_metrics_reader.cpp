@@ -122,25 +122,25 @@ Result<std::vector<SystemMetric>> parse_system_metrics(std::string_view text, co
   return metrics;
 }
 
-Result<std::vector<SystemMetric>> read_system_metrics_file(const fs::path& path) {
-  SPROF_TRY(std::string text, read_all(files_for(path), path));
+Result<std::vector<SystemMetric>> read_system_metrics_file(const fs::path& path, const ProfileFiles& files) {
+  SPROF_TRY(std::string text, read_all(files, path));
   return parse_system_metrics(text, path.string());
 }
 
-Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_dir) {
+Result<std::vector<SystemMetric>> read_system_metrics(const fs::path& profile_dir, const ProfileFiles& files) {
   fs::path root = profile_dir / kSystemDir;
-  SPROF_TRY(auto paths, files_under(files_for(root), root));
-  std::vector<std::pair<int64_t, fs::path>> files;
+  SPROF_TRY(auto paths, files_under(files, root));
+  std::vector<std::pair<int64_t, fs::path>> minutes;
   for (const fs::path& path : paths) {
-    if (auto name = parse_system_file_name(path)) files.emplace_back(name->minute_epoch_s, path);
+    if (auto name = parse_system_file_name(path)) minutes.emplace_back(name->minute_epoch_s, path);
   }
-  std::sort(files.begin(), files.end());
+  std::sort(minutes.begin(), minutes.end());
   std::vector<fs::path> wanted;
-  for (const auto& f : files) wanted.push_back(f.second);
-  files_for(root).prefetch(wanted);
+  for (const auto& f : minutes) wanted.push_back(f.second);
+  files.prefetch(wanted);
   std::vector<SystemMetric> all;
-  for (const auto& [minute, path] : files) {
-    SPROF_TRY(auto metrics, read_system_metrics_file(path));
+  for (const auto& [minute, path] : minutes) {
+    SPROF_TRY(auto metrics, read_system_metrics_file(path, files));
     all.insert(all.end(), std::make_move_iterator(metrics.begin()), std::make_move_iterator(metrics.end()));
   }
   return all;

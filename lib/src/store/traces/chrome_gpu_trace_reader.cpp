@@ -747,7 +747,7 @@ Result<GpuTrace> parse_chrome_gpu_trace(std::string_view text, const std::string
   return finish(builder, splitter);
 }
 
-Result<GpuTrace> read_chrome_gpu_trace(const fs::path& path) {
+Result<GpuTrace> read_chrome_gpu_trace(const fs::path& path, const ProfileFiles& files) {
   const std::string source = path.string();
   TraceBuilder builder(source);
   TraceSplitter splitter(builder, source);
@@ -760,7 +760,6 @@ Result<GpuTrace> read_chrome_gpu_trace(const fs::path& path) {
     }
     return splitter.feed(piece);
   };
-  const ProfileFiles& files = files_for(path);
   // A FIFO or a device would block or never end: only regular files are read.
   if (FileKind kind = files.kind(path); kind != FileKind::file) {
     return make_error(ErrorKind::bad_input, "{}: {}", source, kind == FileKind::missing ? "no such file" : "not a regular file");

@@ -275,14 +275,14 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
 
 namespace {
 
-Result<std::string> slurp(const fs::path& path) {
-  return read_all(files_for(path), path);
+Result<std::string> slurp(const fs::path& path, const ProfileFiles& files) {
+  return read_all(files, path);
 }
 
 }  // namespace
 
-Result<std::vector<TraceEvent>> read_trace_file(const fs::path& path) {
-  SPROF_TRY(std::string text, slurp(path));
+Result<std::vector<TraceEvent>> read_trace_file(const fs::path& path, const ProfileFiles& files) {
+  SPROF_TRY(std::string text, slurp(path, files));
   std::string file_name = path.filename().string();
   TraceEventParser parser(trace_source_for(file_name).value_or(TraceSource::python_timeline));
   std::string node;
@@ -299,7 +299,7 @@ Result<std::vector<TraceEvent>> read_trace_file(const fs::path& path) {
   return events;
 }
 
-Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
+Result<TraceReadResult> read_trace_events(const fs::path& profile_dir, const ProfileFiles& files) {
   TraceReadResult result;
   fs::path root = profile_dir / kFrameworkDir;
   struct File {
@@ -308,8 +308,8 @@ Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
     TraceFileName name;
     TraceSource source;
   };
-  std::vector<File> files;
-  SPROF_TRY(auto paths, files_under(files_for(root), root));
+  std::vector<File> found;
+  SPROF_TRY(auto paths, files_under(files, root));
   for (const fs::path& path : paths) {
     auto name = parse_trace_file_name(path);
     if (!name) continue;
@@ -318,18 +318,18 @@ Result<TraceReadResult> read_trace_events(const fs::path& profile_dir) {
       spdlog::debug("skipping trace file {} (no reader for its suffix)", path.string());
       continue;
     }
-    files.push_back(File{name->end_us, path.string(), *name, *source});
+    found.push_back(File{name->end_us, path.string(), *name, *source});
   }
-  std::sort(files.begin(), files.end(),
+  std::sort(found.begin(), found.end(),
             [](const File& a, const File& b) { return std::tie(a.end_us, a.path) < std::tie(b.end_us, b.path); });
   TraceEventParser parsers[] = {TraceEventParser(TraceSource::python_timeline),
                                 TraceEventParser(TraceSource::model_timeline), TraceEventParser(TraceSource::horovod),
                                 TraceEventParser(TraceSource::smdataparallel)};
   std::vector<fs::path> wanted;
-  for (const auto& file : files) wanted.emplace_back(file.path);
-  files_for(root).prefetch(wanted);
-  for (const auto& file : files) {
-    auto text = slurp(file.path);
+  for (const auto& file : found) wanted.emplace_back(file.path);
+  files.prefetch(wanted);
+  for (const auto& file : found) {
+    auto text = slurp(file.path, files);
     if (!text.ok()) {
       result.warnings.push_back(text.error().message);
       continue;
