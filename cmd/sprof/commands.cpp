@@ -85,12 +85,7 @@ Status open_profile_arguments(const CLI::App& sub) {
 remote::TransferStats profile_transfers(const CLI::App& sub) {
   remote::TransferStats total;
   for (const auto& [declared_in, option, argument] : profile_arguments()) {
-    if (declared_in != &sub || !argument->s3) continue;
-    remote::TransferStats s = argument->s3->stats();
-    total.requests += s.requests;
-    total.retries += s.retries;
-    total.bytes_down += s.bytes_down;
-    total.bytes_up += s.bytes_up;
+    if (declared_in == &sub && argument->s3) total += argument->s3->stats();
   }
   return total;
 }

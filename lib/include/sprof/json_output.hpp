@@ -48,6 +48,7 @@ class JsonTextWriter {
     bool array;
     bool empty;
   };
+  void separate();
   void before_value();
   JsonTextWriter& open(char bracket, bool array);
   JsonTextWriter& close(char bracket);

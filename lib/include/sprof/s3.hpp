@@ -100,6 +100,14 @@ struct TransferStats {
   uint64_t retries = 0;
   uint64_t bytes_down = 0;
   uint64_t bytes_up = 0;
+
+  TransferStats& operator+=(const TransferStats& other) {
+    requests += other.requests;
+    retries += other.retries;
+    bytes_down += other.bytes_down;
+    bytes_up += other.bytes_up;
+    return *this;
+  }
 };
 
 class S3Client {

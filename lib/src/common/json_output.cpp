@@ -211,20 +211,21 @@ nlohmann::ordered_json prewritten_json(std::string text, int indent) {
 
 void JsonTextWriter::newline(size_t level) { append_newline(out_, level * static_cast<size_t>(step_)); }
 
-// Inside an array: the comma and line break before every item. After key(): nothing.
-void JsonTextWriter::before_value() {
-  if (levels_.empty() || !levels_.back().array) return;
+// The comma and line break before every array item and object member but the first.
+void JsonTextWriter::separate() {
   Level& level = levels_.back();
   if (!level.empty) out_ += ',';
   level.empty = false;
   if (pretty_) newline(levels_.size());
 }
 
+// Inside an array, separated from the item before; after key(), nothing.
+void JsonTextWriter::before_value() {
+  if (!levels_.empty() && levels_.back().array) separate();
+}
+
 JsonTextWriter& JsonTextWriter::key(std::string_view name) {
-  Level& level = levels_.back();
-  if (!level.empty) out_ += ',';
-  level.empty = false;
-  if (pretty_) newline(levels_.size());
+  separate();
   append_string(out_, name);
   out_ += pretty_ ? ": " : ":";
   return *this;
