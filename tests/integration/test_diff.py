@@ -24,6 +24,19 @@ on the workload, not on sprof. A sleep ends within ~0.3 ms of its time under the
 job reports its own mean time in the function, and the planted test holds sprof's change to the
 job's own within 2 ms (five errors of the difference).
 
+What "no false alarm" means: two runs of one job are not always the same job. Under load (a
+parallel build on both cores) one run of a pair was 8.5 % slower per step by its own clock, and its
+planted sleep 2 ms longer (a wake-up waits for a core): sprof's alarm was true. So the job reports
+its own clock for every figure the gate checks (each function's mean time per step, the median
+step, the median iteration), each of sprof's figures is held to it, and an alarm is false when the
+job's clock does not bear it out: the figure grew by less than the gate minus its error.
+- A function's error: five of the differences' errors above, 2 ms.
+- A step's or an iteration's: both clocks are the job's own, read microseconds apart (sprof's
+  boundaries inside step_context's __enter__/__exit__, the job's inside the step's body), so the
+  medians of the same 100 steps differ by the bootstrap's work at the edges, ~20 µs, and measured
+  within 0.1 ms under load; 0.5 ms is left for a preemption at an edge, which moves a median only
+  when it lands in half the steps.
+
 With other tests beside it, two runs of one job were seen to differ by 16 %: ctest runs this file
 alone (tests/CMakeLists.txt), as a CI job measuring performance needs the machine to itself.
 """
@@ -42,9 +55,12 @@ from sprof_testlib import SOURCE_DIR, SPROF_BIN, TempDirTestCase, cxx_demangled,
 STEPS = 100
 RATE_HZ = 500
 GATE = "5"
+# How far sprof's figures may stand from the job's own clock (the module's comment derives both).
+STEP_ERROR_S = 0.0005
+FUNCTION_ERROR_S = 0.002
 
 WORKLOAD = textwrap.dedent("""\
-    import sys, time
+    import json, sys, time
     import sprof
 
     STEPS, SLOW = int(sys.argv[1]), float(sys.argv[2])
@@ -64,16 +80,28 @@ WORKLOAD = textwrap.dedent("""\
         time.sleep(0.040 * SLOW)
 
 
-    own = 0.0
+    def median(values):
+        values = sorted(values)
+        return (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+
+
+    # The job's own clock for every figure the gate checks: each function's mean time per step,
+    # the median step (its body) and the median iteration (one step's start to the next's).
+    own = {f.__name__: 0.0 for f in (load_batch, forward, planted)}
+    steps, starts = [], []
     sprof.set_mode(sprof.TRAIN)
     for _ in range(STEPS):
         with sprof.step_context():
-            load_batch()
-            forward()
-            start = time.perf_counter()
-            planted()
-            own += time.perf_counter() - start
-    print("own clock: planted %.6f s per step" % (own / STEPS))
+            starts.append(time.perf_counter())
+            for f in (load_batch, forward, planted):
+                start = time.perf_counter()
+                f()
+                own[f.__name__] += time.perf_counter() - start
+            steps.append(time.perf_counter() - starts[-1])
+    own = {name: seconds / STEPS for name, seconds in own.items()}
+    own["step"] = median(steps)
+    own["iteration"] = median([b - a for a, b in zip(starts, starts[1:])])
+    print("own clock: " + json.dumps(own))
     """)
 
 KINETO = os.path.join(SOURCE_DIR, "third_party", "kineto-traces")
@@ -99,16 +127,40 @@ class Pairs:
                                    sys.executable, self.script, str(steps), str(slow)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for d, slow in zip(dirs, (base_slow, new_slow))]
-        self.own_planted_s = []  # the job's own clock: its mean time in planted() per step, per side
+        self.own = []  # the job's own clock, per side: {"planted": mean s per step, ..., "step": median s, ...}
         for p in procs:
             out, err = p.communicate(timeout=300)
             self.assertEqual(p.returncode, 0, err)
-            self.own_planted_s.append(float(re.search(r"own clock: planted ([0-9.]+) s per step", out).group(1)))
+            self.own.append(json.loads(re.search(r"own clock: (\{.*\})", out).group(1)))
         return dirs
 
     def diff(self, *args, expect=None):
         proc = run_sprof("diff", *args, "--json", "--fail-on-regression", GATE, check=expect)
         return proc.returncode, json.loads(proc.stdout)
+
+    def against_own_clock(self, doc, own_base, own_new):
+        """Holds each figure sprof's gate checks to the job's own clock, within the error the
+        module's comment derives, and returns the alarms the job's own clock does not bear out:
+        those on a figure that, by the job's clock, grew by less than the gate minus that error."""
+        step_s = own_base["step"]
+        figures = {}  # figure -> (sprof's change, the job's own, the agreement's bound), in % of the gate's units
+        for s in doc["steps"]:
+            if s["metric"] in ("step", "iteration"):
+                own = (own_new[s["metric"]] / own_base[s["metric"]] - 1) * 100
+                figures[s["metric"]] = (s["change_pct"], own, STEP_ERROR_S / own_base[s["metric"]] * 100)
+        for f in doc["functions"]:
+            if f["name"] in own_base:
+                own = (own_new[f["name"]] - own_base[f["name"]]) / step_s * 100
+                figures[f["name"]] = (f["change_pct_of_step"], own, FUNCTION_ERROR_S / step_s * 100)
+        for name, (change, own, bound) in figures.items():
+            self.assertLess(abs(change - own), bound, "%s: sprof's change %+.2f %% against the job's own %+.2f %%" % (
+                name, change, own))
+        unfounded = []
+        for r in doc["regressions"]:
+            name = r["what"].split(" ")[0]
+            if name not in figures or figures[name][1] <= float(GATE) - figures[name][2]:
+                unfounded.append(r)
+        return unfounded
 
 
 class DiffTestCase(Pairs, TempDirTestCase):
@@ -117,18 +169,23 @@ class DiffTestCase(Pairs, TempDirTestCase):
 
 class RepeatedRuns(DiffTestCase):
     def test_no_false_alarm_in_20_pairs(self):
-        alarms = []
+        # Two runs of one job are not always the same job's time: under load one was seen 8.5 %
+        # slower by its own clock. An alarm is false when the job's own clock does not bear it out.
+        false_alarms = []
         for i in range(20):
             base, new = self.record_pair(1.0, 1.0)
             code, doc = self.diff(base, new)
             self.assertEqual(doc["base"]["steps"], STEPS)
             self.assertEqual(doc["new"]["steps"], STEPS)
             step = [s for s in doc["steps"] if s["metric"] == "step"][0]
-            print("pair %2d: step median %+.1f %%, interval [%+.2f, %+.2f] ms" % (
-                i, step["change_pct"], step["interval_s"][0] * 1e3, step["interval_s"][1] * 1e3))
-            if code != 0 or doc["regressions"]:
-                alarms.append((i, code, doc["regressions"]))
-        self.assertEqual(alarms, [])
+            print("pair %2d: step median %+.1f %% (own clock %+.1f %%), interval [%+.2f, %+.2f] ms, %d alarms" % (
+                i, step["change_pct"], (self.own[1]["step"] / self.own[0]["step"] - 1) * 100,
+                step["interval_s"][0] * 1e3, step["interval_s"][1] * 1e3, len(doc["regressions"])))
+            self.assertEqual(code, 3 if doc["regressions"] else 0)
+            unfounded = self.against_own_clock(doc, *self.own)
+            if unfounded:
+                false_alarms.append((i, unfounded))
+        self.assertEqual(false_alarms, [])
 
 
 class PlantedSlowdown(DiffTestCase):
@@ -139,22 +196,27 @@ class PlantedSlowdown(DiffTestCase):
             planted = [f for f in doc["functions"] if f["name"] == "planted"]
             self.assertEqual(len(planted), 1)
             f = planted[0]
-            own_change = self.own_planted_s[1] - self.own_planted_s[0]
             print("pair %d: planted %.2f -> %.2f ms per step, interval [%+.2f, %+.2f] ms; own clock %.2f -> %.2f ms" % (
                 i, f["base_self_s"] * 1e3, f["new_self_s"] * 1e3, f["interval_s"][0] * 1e3, f["interval_s"][1] * 1e3,
-                self.own_planted_s[0] * 1e3, self.own_planted_s[1] * 1e3))
-            self.assertLess(abs(f["change_s"] - own_change), 0.002, "sprof's change against the job's own clock")
+                self.own[0]["planted"] * 1e3, self.own[1]["planted"] * 1e3))
+            # Every figure within its error of the job's own clock (planted's change among them),
+            # and no alarm the job's own clock does not bear out.
+            self.assertEqual(self.against_own_clock(doc, *self.own), [])
             self.assertEqual(code, 3, doc["regressions"])
-            named = [r for r in doc["regressions"] if r["kind"] == "function"]
-            self.assertEqual([r["what"].split(" ")[0] for r in named], ["planted"], doc["regressions"])
+            named = [r["what"].split(" ")[0] for r in doc["regressions"] if r["kind"] == "function"]
+            self.assertIn("planted", named, doc["regressions"])
             self.assertGreater(f["interval_s"][0], 0)
             # 4 ms more of the function per step; half of it is five of the errors the module's
             # comment derives.
             self.assertGreater(f["change_s"], 0.002)
-            self.assertEqual(doc["functions"][0]["name"], "planted", "the largest change comes first")
-            # The other way round it is an improvement: no regression.
-            code, doc = self.diff(new, base, expect=0)
-            self.assertEqual(doc["regressions"], [])
+            changes = [abs(g["change_s"]) for g in doc["functions"]]
+            self.assertEqual(changes, sorted(changes, reverse=True), "the largest change comes first")
+            # The other way round it is an improvement: no regression of planted, and none the
+            # job's own clock does not bear out (under load a whole run can be slower).
+            code, doc = self.diff(new, base)
+            self.assertEqual(self.against_own_clock(doc, self.own[1], self.own[0]), [])
+            self.assertNotIn("planted", [r["what"].split(" ")[0] for r in doc["regressions"]])
+            self.assertEqual(code, 3 if doc["regressions"] else 0)
             if i == 0:
                 text = run_sprof("diff", base, new, "--fail-on-regression", GATE, check=3).stdout
                 self.assertIn("Regressions beyond their thresholds", text)
