@@ -1,7 +1,6 @@
 // sprof by-phase: smdebug's fetch_profile_stats_by_training_phase (--training-phase) and
 // fetch_profile_stats_by_job_phase (--job-phase).
 
-#include <fmt/format.h>
 
 #include "command.hpp"
 #include "sprof/stats_render.hpp"
@@ -24,22 +23,13 @@ Result<int> run_by_phase(const ByPhaseOptions& options) {
                                         "--job-phase");
   }
   SPROF_TRY(auto source, open_query_source(options.query));
-  const store::ProfileIndex& index = source->index();
-  SPROF_TRY(query::NodeSelection node,
-            query::cprofile_records_of_node(index, options.query.node));
-  std::vector<query::TrainingPhase> training = query::training_phases(node.records);
-  SPROF_TRY(std::vector<query::PhaseAggregate> results,
-            query::aggregate_phases(*source, training,
-                                    options.training_phase ? query::PhaseGrouping::training_phase
-                                                           : query::PhaseGrouping::job_phase,
-                                    options.compat == "smdebug" ? query::Compat::smdebug : query::Compat::sprof,
-                                    options.phases));
-  if (!options.phases.empty() && results.empty()) {
-    return make_error(ErrorKind::usage, "--phase {}: no such phase in {} (node {})",
-                      fmt::join(options.phases, ","), options.query.profile.profile_dir.text,
-                      node.node_id);
-  }
-
+  SPROF_TRY(query::NodePhases node,
+            query::aggregate_node_phases(
+                *source, options.query.node,
+                options.training_phase ? query::PhaseGrouping::training_phase : query::PhaseGrouping::job_phase,
+                options.compat == "smdebug" ? query::Compat::smdebug : query::Compat::sprof, options.phases,
+                options.query.profile.profile_dir.text));
+  const std::vector<query::PhaseAggregate>& results = node.phases;
   if (!options.query.output.empty()) {
     if (results.size() != 1) {
       return make_error(ErrorKind::usage,

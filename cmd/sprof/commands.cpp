@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "sprof/closest_name.hpp"
 
@@ -70,14 +69,9 @@ CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, Profil
 Status open_profile_arguments(const CLI::App& sub) {
   for (const auto& [declared_in, option, argument] : profile_arguments()) {
     if (declared_in != &sub || option->count() == 0) continue;
-    if (!remote::is_s3_url(argument->text)) {
-      argument->where = store::ProfilePath(argument->text);
-      continue;
-    }
-    SPROF_TRY(remote::S3Profile opened, remote::open_s3_profile(argument->text, s3_options()));
-    spdlog::debug("{}: {} objects ({} bytes) listed", argument->text, opened.objects, opened.bytes);
-    argument->where = std::move(opened.profile);
-    argument->s3 = std::move(opened.client);
+    SPROF_TRY(remote::NamedProfile opened, remote::open_named_profile(argument->text, s3_options()));
+    argument->where = std::move(opened.where);
+    argument->s3 = std::move(opened.s3);
   }
   return {};
 }

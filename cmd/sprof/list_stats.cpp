@@ -20,7 +20,8 @@ struct ListStatsOptions {
 };
 
 Result<int> run_list_stats(const ListStatsOptions& options) {
-  SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
+  SPROF_TRY(store::ProfileIndex index,
+            query::load_stats_index(options.profile.profile_dir.where, options.profile.strict));
   SPROF_TRY(query::Selection rows,
             query::listed_records(index, options.node, options.profiler, options.profile.profile_dir.text));
   print_answer(options.format, "list-stats",

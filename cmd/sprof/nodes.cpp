@@ -14,7 +14,8 @@ struct NodesOptions {
 };
 
 Result<int> run_nodes(const NodesOptions& options) {
-  SPROF_TRY(store::ProfileIndex index, load_profile(options.profile));
+  SPROF_TRY(store::ProfileIndex index,
+            query::load_stats_index(options.profile.profile_dir.where, options.profile.strict));
   std::vector<query::NodeSummary> nodes = query::node_summaries(index);
 
   print_answer(options.format, "nodes",

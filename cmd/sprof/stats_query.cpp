@@ -18,10 +18,6 @@ void add_profile_options(CLI::App* app, ProfileOptions& options) {
                 "skipping it with a warning");
 }
 
-Result<store::ProfileIndex> load_profile(const ProfileOptions& options) {
-  return query::load_stats_index(options.profile_dir.where, options.strict);
-}
-
 void add_query_options(CLI::App* app, QueryOptions& options, bool stack_formats) {
   add_profile_options(app, options.profile);
   app->add_option("--node", options.node,

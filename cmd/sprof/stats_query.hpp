@@ -26,9 +26,6 @@ struct ProfileOptions {
 // PROFILE_DIR (positional, required) and --strict.
 void add_profile_options(CLI::App* app, ProfileOptions& options);
 
-// Discovers the stats and logs every skipped entry as a warning (an error with --strict).
-Result<store::ProfileIndex> load_profile(const ProfileOptions& options);
-
 // Options of every command that aggregates cProfile stats.
 struct QueryOptions {
   ProfileOptions profile;

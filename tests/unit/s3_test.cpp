@@ -37,6 +37,17 @@ TEST_CASE("s3 urls and the keys sprof reads and writes") {
   }
 }
 
+TEST_CASE("a named profile: a local path as it is, an S3 URL opened as one (a bad one a usage error)", "[s3]") {
+  auto local = open_named_profile("runs/one", {});
+  REQUIRE(local.ok());
+  CHECK(local->where.path == "runs/one");
+  CHECK(local->s3 == nullptr);
+  auto bad = open_named_profile("s3://Bad_Bucket/x", {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().kind == ErrorKind::usage);
+  CHECK_THAT(bad.error().message, Catch::Contains("s3://Bad_Bucket/x"));
+}
+
 TEST_CASE("s3 canonical encoding: upper-case hex, '/' kept in keys and encoded in query values") {
   CHECK(uri_encode("run 1/caf\xc3\xa9+x~y_z-.", true) == "run%201/caf%C3%A9%2Bx~y_z-.");
   CHECK(uri_encode("run1/", false) == "run1%2F");

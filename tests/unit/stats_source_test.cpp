@@ -35,6 +35,22 @@ TEST_CASE("an smdebug stats directory is answered from its stats files", "[query
   REQUIRE(wanted.ok());
   REQUIRE(wanted->size() == 1);
   CHECK(wanted->front().name == "training_loop");
+
+  // by-phase's whole question: the node resolved, and a phase it does not have named in the error.
+  auto node_phases = aggregate_node_phases(s, kAnyNode, PhaseGrouping::training_phase, Compat::sprof, {}, "DIR");
+  REQUIRE(node_phases.ok());
+  CHECK(node_phases->node_id == node->node_id);
+  REQUIRE(node_phases->phases.size() == by_phase->size());
+  for (const PhaseAggregate& p : node_phases->phases) {
+    REQUIRE(p.training != nullptr);
+    CHECK(p.training >= node_phases->training.data());
+    CHECK(p.training < node_phases->training.data() + node_phases->training.size());
+    CHECK(p.training->name() == p.name);
+  }
+  auto missing = aggregate_node_phases(s, kAnyNode, PhaseGrouping::job_phase, Compat::sprof, {"no-such"}, "DIR");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::usage);
+  CHECK_THAT(missing.error().message, Catch::Contains("--phase no-such: no such phase in DIR (node "));
 }
 
 TEST_CASE("source choices that cannot work are usage errors", "[query][source]") {

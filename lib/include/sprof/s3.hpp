@@ -170,6 +170,14 @@ struct S3Profile {
 };
 Result<S3Profile> open_s3_profile(std::string_view url, const S3Options& options);
 
+// A profile as a user names it: a local directory or trace file as it is (no client), or an S3
+// prefix opened by open_s3_profile.
+struct NamedProfile {
+  store::ProfilePath where;
+  std::shared_ptr<S3Client> s3;  // an S3 profile's client: what reading it transferred
+};
+Result<NamedProfile> open_named_profile(std::string_view text, const S3Options& options);
+
 // Uploads the files of a local profile directory under `url`, skipping those already there with
 // the same size and (single-part) MD5 ETag. `progress` sees (done, total) bytes.
 struct UploadSummary {

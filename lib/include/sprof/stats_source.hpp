@@ -78,4 +78,16 @@ Result<std::vector<PhaseAggregate>> aggregate_phases(const StatsSource& source,
                                                      PhaseGrouping grouping, Compat compat,
                                                      const std::vector<std::string>& wanted);
 
+// by-phase's question: `node`'s records (cprofile_records_of_node) in training phases, aggregated
+// by `grouping`. `wanted` that names no phase there is a usage error naming `profile` and the node.
+struct NodePhases {
+  std::string node_id;
+  std::vector<TrainingPhase> training;  // what `phases` point into (a move keeps its elements)
+  std::vector<PhaseAggregate> phases;
+};
+Result<NodePhases> aggregate_node_phases(const StatsSource& source, std::string_view node,
+                                         PhaseGrouping grouping, Compat compat,
+                                         const std::vector<std::string>& wanted,
+                                         std::string_view profile);
+
 }  // namespace sprof::query

@@ -161,4 +161,18 @@ Result<std::vector<PhaseAggregate>> aggregate_phases(const StatsSource& source,
   return out;
 }
 
+Result<NodePhases> aggregate_node_phases(const StatsSource& source, std::string_view node,
+                                         PhaseGrouping grouping, Compat compat,
+                                         const std::vector<std::string>& wanted,
+                                         std::string_view profile) {
+  SPROF_TRY(NodeSelection selected, cprofile_records_of_node(source.index(), node));
+  NodePhases out{selected.node_id, training_phases(selected.records), {}};
+  SPROF_TRY(out.phases, aggregate_phases(source, out.training, grouping, compat, wanted));
+  if (!wanted.empty() && out.phases.empty()) {
+    return make_error(ErrorKind::usage, "--phase {}: no such phase in {} (node {})", fmt::join(wanted, ","),
+                      profile, out.node_id);
+  }
+  return out;
+}
+
 }  // namespace sprof::query

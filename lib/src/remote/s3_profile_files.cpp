@@ -399,4 +399,10 @@ Result<S3Profile> open_s3_profile(std::string_view url, const S3Options& options
   return opened;
 }
 
+Result<NamedProfile> open_named_profile(std::string_view text, const S3Options& options) {
+  if (!is_s3_url(text)) return NamedProfile{store::ProfilePath(fs::path(std::string(text))), nullptr};
+  SPROF_TRY(S3Profile opened, open_s3_profile(text, options));
+  return NamedProfile{std::move(opened.profile), std::move(opened.client)};
+}
+
 }  // namespace sprof::remote
