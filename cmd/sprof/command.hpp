@@ -21,11 +21,9 @@ struct GlobalOptions {
   bool sprof_frames = false;   // --sprof-frames: keep sprof's own frames in what samples show
   std::string color = "auto";  // --color auto|always|never (NO_COLOR honoured for auto)
   bool color_enabled = false;  // resolved after parsing
-  // Profiles on S3 (s3://bucket/prefix wherever a profile directory is taken).
-  std::string endpoint_url;    // --endpoint-url
-  std::string cache_dir;       // --cache-dir
-  int retries = 4;             // --retries
-  double s3_timeout_s = 60;    // --s3-timeout
+  // Profiles on S3 (s3://bucket/prefix wherever a profile directory is taken): --endpoint-url,
+  // --cache-dir, --retries, --s3-timeout.
+  remote::S3Options s3;
   std::vector<std::string> command;  // what followed the first "--" (record's and top's command)
 };
 

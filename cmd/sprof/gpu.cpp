@@ -50,11 +50,7 @@ Result<int> run_gpu(const GpuFlags& f) {
   SPROF_TRY(render::GpuTable table, render::gpu_view_table(input, selection, options, f.path.text));
   print_answer(f.format, "gpu",
                {[&](Json& doc) { render::add_gpu_view_json(input, f.path.text, f.view, std::move(table), doc); },
-                [&] {
-                  std::string out = render::csv_line(table.headers);
-                  for (const auto& row : table.rows) out += render::csv_line(row);
-                  return out;
-                },
+                [&] { return render::gpu_view_csv(table); },
                 [&] {
                   return render::gpu_view_text(input, f.view, std::move(table), global_options().color_enabled,
                                                terminal_width());

@@ -47,16 +47,16 @@ int run(int argc, char** argv) {
   app.add_flag("--sprof-frames", g_options.sprof_frames,
                "Keep sprof's own Python frames (its bootstrap) in stacks, tables and exports; for "
                "debugging sprof itself");
-  app.add_option("--endpoint-url", g_options.endpoint_url,
+  app.add_option("--endpoint-url", g_options.s3.endpoint_url,
                  "S3-compatible endpoint for s3:// profiles (default: AWS_ENDPOINT_URL, the AWS config, or AWS's "
                  "regional endpoint)");
-  app.add_option("--cache-dir", g_options.cache_dir,
+  app.add_option("--cache-dir", g_options.s3.cache_dir,
                  "Where objects of s3:// profiles are cached (default: $XDG_CACHE_HOME/sprof, ~/.cache/sprof)");
-  app.add_option("--retries", g_options.retries,
+  app.add_option("--retries", g_options.s3.retries,
                  "Attempts after the first for S3 requests that failed with 5xx, a timeout or a reset connection")
       ->check(CLI::Range(0, 20))
       ->capture_default_str();
-  app.add_option("--s3-timeout", g_options.s3_timeout_s,
+  app.add_option("--s3-timeout", g_options.s3.timeout_s,
                  "An S3 transfer that moves no byte for this many seconds fails (and is retried)")
       ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
@@ -128,11 +128,7 @@ const GlobalOptions& global_options() { return g_options; }
 bool progress_shown() { return !g_options.quiet && isatty(STDERR_FILENO) != 0; }
 
 remote::S3Options s3_options() {
-  remote::S3Options o;
-  o.endpoint_url = g_options.endpoint_url;
-  o.cache_dir = g_options.cache_dir;
-  o.retries = g_options.retries;
-  o.timeout_s = g_options.s3_timeout_s;
+  remote::S3Options o = g_options.s3;
   o.progress = progress_shown();
   return o;
 }

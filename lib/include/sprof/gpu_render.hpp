@@ -56,5 +56,7 @@ void add_gpu_view_json(const report::GpuInput& input, const std::string& path, c
 // a line saying the selection holds no work.
 std::string gpu_view_text(const report::GpuInput& input, const std::string& view, GpuTable table, bool color,
                           size_t width);
+// The view as CSV: the header line, then a line per row, cells as the table shows them.
+std::string gpu_view_csv(const GpuTable& table);
 
 }  // namespace sprof::render

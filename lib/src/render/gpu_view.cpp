@@ -63,6 +63,12 @@ void add_gpu_view_json(const report::GpuInput& input, const std::string& path, c
   doc["rows"] = std::move(table.json);
 }
 
+std::string gpu_view_csv(const GpuTable& table) {
+  std::string out = csv_line(table.headers);
+  for (const auto& row : table.rows) out += csv_line(row);
+  return out;
+}
+
 std::string gpu_view_text(const report::GpuInput& input, const std::string& view, GpuTable table, bool color,
                           size_t width) {
   if (table.rows.empty()) return fmt::format("no GPU {} in the selection\n", view == "api" ? "API calls" : "work");
