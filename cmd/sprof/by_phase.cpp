@@ -1,7 +1,6 @@
 // sprof by-phase: smdebug's fetch_profile_stats_by_training_phase (--training-phase) and
 // fetch_profile_stats_by_job_phase (--job-phase).
 
-
 #include "command.hpp"
 #include "sprof/stats_render.hpp"
 #include "stats_query.hpp"
