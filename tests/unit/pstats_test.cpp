@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -205,6 +206,46 @@ TEST_CASE("pstats: add equals pstats.Stats.add", "[pstats]") {
     }
     check_matches_python(table, python_pstats(python, "add_each", files));
   }
+  SECTION("files numbered in one key pool on several threads, added to a PooledStatsTable") {
+    sprof::store::FunctionKeyPool pool;
+    std::vector<sprof::store::ParsedPstats> parsed(files.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        sprof::store::FunctionKeyCache keys(pool);  // one per thread, as query::aggregate has
+        for (size_t i = t; i < files.size(); i += 3) {
+          if (!sprof::store::read_pstats_into(files[i], parsed[i]).ok()) return;
+          keys.number_keys(parsed[i]);
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    sprof::store::PooledStatsTable pooled(pool);
+    StatsTable by_strings;
+    for (size_t i = 0; i < files.size(); ++i) {
+      REQUIRE(parsed[i].size() > 0);
+      pooled.add(parsed[i]);
+      by_strings.add(parsed[i]);
+    }
+    StatsTable table = pooled.table();
+    CHECK(identical(table, by_strings));
+    check_matches_python(table, python_pstats(python, "empty_add", files));
+    // Numbered once per distinct key, whichever thread met it first.
+    CHECK(pool.size() >= table.size());
+    SECTION("and the table goes on adding by strings") {
+      table.add(must_read(files[0]));
+      by_strings.add(must_read(files[0]));
+      CHECK(identical(table, by_strings));
+    }
+    SECTION("a file numbered by another pool's cache is refused") {
+      sprof::store::FunctionKeyPool other;
+      sprof::store::PooledStatsTable elsewhere(other);
+      CHECK_THROWS_AS(elsewhere.add(parsed[0]), std::logic_error);
+      sprof::store::ParsedPstats unnumbered;
+      REQUIRE(sprof::store::read_pstats_into(files[0], unnumbered).ok());
+      CHECK_THROWS_AS(pooled.add(unnumbered), std::logic_error);
+    }
+  }
   SECTION("starting from an empty Stats()") {
     StatsTable table;
     for (const auto& f : files) REQUIRE(table.add_file(f).ok());
@@ -234,6 +275,57 @@ TEST_CASE("pstats: add equals pstats.Stats.add", "[pstats]") {
     auto reloaded = python_pstats(python, "load", {written});
     CHECK(reloaded.at("entries") == expected.at("entries"));
   }
+}
+
+TEST_CASE("pstats: a PooledStatsTable adds as StatsTable does, long callers lists and reused buffers too",
+          "[pstats]") {
+  // Files written by sprof's own writer, shaped to reach what real profiles rarely do: a
+  // function with more callers than are scanned (a hash index), int callers (as the profile
+  // module writes) beside tuples, a -0.0 time, and two files whose strings lie at the same places in a reused buffer but
+  // differ ("fa" and "fb"): the cache must not take them for the same keys.
+  auto make = [](const std::string& tag, int callers, bool counts) {
+    StatsTable table;
+    auto& hub = table[FunctionKey{"hub_" + tag + ".py", 7, "hub"}];
+    hub.nc = hub.cc = callers;
+    hub.tt = -0.0;
+    hub.ct = 0.25;
+    for (int c = 0; c < callers; ++c) {
+      FunctionKey caller{"caller.py", c, "f" + std::to_string(c % 3 == 0 ? c : callers - c)};
+      auto& stats = table[caller];
+      stats.nc = stats.cc = 1;
+      stats.tt = stats.ct = 0.001 * c;
+      CallerStats value = counts && c % 2 ? CallerStats{true, c + 1, 0, 0.0, 0.0}
+                                          : CallerStats{false, c + 1, c + 1, 0.5 / (c + 1), 0.75 / (c + 1)};
+      table[FunctionKey{"hub_" + tag + ".py", 7, "hub"}].callers.emplace_back(caller, value);
+    }
+    return table;
+  };
+  TempDir dir;
+  std::vector<fs::path> files;
+  int n = 0;
+  for (const auto& [tag, callers, counts] :
+       std::vector<std::tuple<std::string, int, bool>>{{"fa", 20, false}, {"fb", 20, false}, {"fa", 12, false},
+                                                       {"fc", 3, true}, {"fc", 30, true}}) {
+    files.push_back(dir.path() / ("f" + std::to_string(n++) + ".pstats"));
+    REQUIRE(write_pstats(files.back(), make(tag, callers, counts)).ok());
+  }
+  sprof::store::FunctionKeyPool pool;
+  sprof::store::FunctionKeyCache keys(pool);
+  sprof::store::PooledStatsTable pooled(pool);
+  StatsTable by_strings;
+  sprof::store::ParsedPstats slot;  // one buffer for every file, as query::aggregate's ring reuses
+  for (const fs::path& file : files) {
+    REQUIRE(sprof::store::read_pstats_into(file, slot).ok());
+    keys.number_keys(slot);
+    pooled.add(slot);
+    by_strings.add(slot);
+  }
+  StatsTable table = pooled.table();
+  CHECK(identical(table, by_strings));
+  CHECK(table.find(FunctionKey{"hub_fa.py", 7, "hub"}) != nullptr);
+  CHECK(table.find(FunctionKey{"hub_fb.py", 7, "hub"}) != nullptr);
+  CHECK(table.find(FunctionKey{"hub_fa.py", 7, "hub"})->callers.size() > 8);
+  check_matches_python(table, python_pstats(system_python(), "empty_add", files));
 }
 
 TEST_CASE("pstats: operator[] and find keep a Python dict's order", "[pstats]") {

@@ -115,6 +115,7 @@ struct CallerIndex {
 }  // namespace detail
 
 struct ParsedStats;  // lib/src/store/pstats_view.hpp
+class StatsTable;
 
 // A pstats file read and checked but not yet added to a table: its keys still point into the
 // file's bytes, each hashed once. Files can be read this way on several threads and then added
@@ -130,6 +131,8 @@ class ParsedPstats {
 
  private:
   friend class StatsTable;
+  friend class FunctionKeyCache;
+  friend class PooledStatsTable;
   friend Result<ParsedPstats> parse_pstats_owned(std::string bytes, const std::string& source);
   friend Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into, const ProfileFiles& files);
   struct Data;
@@ -142,6 +145,62 @@ Result<ParsedPstats> read_pstats_parsed(const std::filesystem::path& path, const
 // The same into `into`, reusing its buffers: reading thousands of files through a few of them
 // allocates nothing per file. On error `into` holds nothing.
 Status read_pstats_into(const std::filesystem::path& path, ParsedPstats& into, const ProfileFiles& files = local_files());
+
+// Numbers the distinct function keys of files parsed on any number of threads, so that adding
+// them to one table in order (PooledStatsTable) compares numbers instead of strings: the string
+// comparisons happen on the parsing threads (FunctionKeyCache), off the one thread that adds.
+class FunctionKeyPool {
+ public:
+  FunctionKeyPool();
+  ~FunctionKeyPool();
+  FunctionKeyPool(const FunctionKeyPool&) = delete;
+  FunctionKeyPool& operator=(const FunctionKeyPool&) = delete;
+
+  size_t size() const;
+
+ private:
+  friend class FunctionKeyCache;
+  friend class PooledStatsTable;
+  struct Data;
+  std::unique_ptr<Data> data_;
+};
+
+// One thread's way into a pool: a key it has numbered once it finds again without the pool's
+// lock. Used by one thread at a time; the pool outlives it.
+class FunctionKeyCache {
+ public:
+  explicit FunctionKeyCache(FunctionKeyPool& pool);
+  ~FunctionKeyCache();
+  FunctionKeyCache(const FunctionKeyCache&) = delete;
+  FunctionKeyCache& operator=(const FunctionKeyCache&) = delete;
+
+  // Give every key of `parsed` (its functions' and their callers') its number in the pool.
+  void number_keys(ParsedPstats& parsed);
+
+ private:
+  struct Data;
+  std::unique_ptr<Data> data_;
+};
+
+// A table added up from parsed files whose keys a cache of `pool` numbered: add() does what
+// StatsTable::add(const ParsedPstats&) does, in the same float order, but finds functions and
+// callers by number; table() is then bit for bit the StatsTable those adds would have built.
+class PooledStatsTable {
+ public:
+  explicit PooledStatsTable(const FunctionKeyPool& pool);
+  ~PooledStatsTable();
+  PooledStatsTable(PooledStatsTable&&) noexcept;
+  PooledStatsTable& operator=(PooledStatsTable&&) noexcept;
+
+  // Throws std::logic_error for a file not numbered by a cache of this table's pool (a bug).
+  void add(const ParsedPstats& parsed);
+  bool empty() const;
+  StatsTable table() const;
+
+ private:
+  struct Data;
+  std::unique_ptr<Data> data_;
+};
 
 // A loaded stats dict. Entries keep the order of the file (Python dict order).
 class StatsTable {

@@ -14,9 +14,11 @@ namespace {
 
 // Files are read and parsed by a few threads while this thread adds them to the table in
 // selection order: the float sums must follow smdebug's order, and parsing (most of the work)
-// then overlaps with adding. Workers stay less than kAhead files ahead of the adding, in a ring
-// of kAhead parsed files whose buffers are reused: memory holds a window of files, not the
-// selection, and nothing is allocated per file.
+// then overlaps with adding. The parsing threads also number each file's function keys in a
+// shared pool, so that the adding, which no other thread can share, compares no strings.
+// Workers stay less than kAhead files ahead of the adding, in a ring of kAhead parsed files
+// whose buffers are reused: memory holds a window of files, not the selection, and nothing is
+// allocated per file.
 constexpr size_t kAhead = 64;
 
 struct Slot {
@@ -40,6 +42,8 @@ class ParsePipeline {
     for (auto& thread : pool_) thread.join();
   }
 
+  const store::FunctionKeyPool& keys() const { return keys_; }
+
   // The i-th file, parsed (or why not), waiting for it; i counts up from 0 by one. The slot of
   // i - 1 goes back to the workers.
   Slot& take(size_t i) {
@@ -60,6 +64,7 @@ class ParsePipeline {
 
  private:
   void work() {
+    store::FunctionKeyCache keys(keys_);
     for (;;) {
       size_t i;
       {
@@ -72,6 +77,7 @@ class ParsePipeline {
       }
       Slot& slot = ring_[i % kAhead];  // the taker is done with it, and no other worker has i
       slot.status = store::read_pstats_into(records_[i]->path, slot.parsed, files_);
+      if (slot.status.ok()) keys.number_keys(slot.parsed);
       bool wake;
       {
         std::lock_guard lock(mutex_);
@@ -84,6 +90,7 @@ class ParsePipeline {
 
   const Selection& records_;
   const store::ProfileFiles& files_;
+  store::FunctionKeyPool keys_;
   std::vector<Slot> ring_;
   std::vector<std::thread> pool_;
   std::mutex mutex_;
@@ -129,6 +136,7 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
   Aggregate out;
   ParsePipeline pipeline(records, options.files != nullptr ? *options.files : store::local_files(),
                          static_cast<unsigned>(std::min<size_t>(threads, (records.size() + 7) / 8)));
+  store::PooledStatsTable table(pipeline.keys());
   for (size_t i = 0; i < records.size(); ++i) {
     const StatsRecord* record = records[i];
     Slot& slot = pipeline.take(i);
@@ -139,10 +147,11 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
       out.unreadable.push_back(store::Problem{record->path, slot.status.error().message});
       continue;
     }
-    out.table.add(slot.parsed);
+    table.add(slot.parsed);
     out.used.push_back(record);
     out.wall_seconds += record_seconds(*record);
   }
+  out.table = table.table();
   out.total_calls = out.table.total_calls();
   out.primitive_calls = out.table.primitive_calls();
   out.total_tt = out.table.total_tt();

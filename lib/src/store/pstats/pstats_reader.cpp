@@ -52,11 +52,6 @@ Status StatsTable::add_file(const std::filesystem::path& path, const ProfileFile
   return add_bytes(bytes, path.string());
 }
 
-struct ParsedPstats::Data {
-  std::string bytes;  // never moves: Data lives on the heap
-  ParsedStats parsed;
-};
-
 ParsedPstats::ParsedPstats() = default;
 ParsedPstats::~ParsedPstats() = default;
 ParsedPstats::ParsedPstats(ParsedPstats&&) noexcept = default;

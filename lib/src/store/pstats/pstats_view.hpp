@@ -48,13 +48,25 @@ struct ParsedStats {
   std::vector<CallerView> callers;
   std::deque<std::string> owned_strings;  // stable addresses for the string_views above
   double total_tt = 0.0;                  // pstats' get_top_level_stats sum, in dict order
+  // Filled by FunctionKeyCache::number_keys: each key's number in `numbered_by`.
+  std::vector<uint32_t> function_ids;  // parallel to functions
+  std::vector<uint32_t> caller_ids;    // parallel to callers
+  const FunctionKeyPool* numbered_by = nullptr;
 
   void clear() {
     functions.clear();
     callers.clear();
     owned_strings.clear();
     total_tt = 0.0;
+    function_ids.clear();
+    caller_ids.clear();
+    numbered_by = nullptr;
   }
+};
+
+struct ParsedPstats::Data {
+  std::string bytes;  // never moves: Data lives on the heap
+  ParsedStats parsed;
 };
 
 // Parse `bytes` (all of them: trailing data is an error) into `out`. Throws nothing; on error
@@ -66,6 +78,8 @@ struct StatsTableAccess {
   // Add a parsed dict as pstats.Stats.add does; with `fresh` (the table is empty and is being
   // loaded, as pstats.Stats(path) loads) values are copied without any arithmetic.
   static void merge(StatsTable& table, const ParsedStats& parsed, bool fresh);
+  // Make `table` hold `entries` (distinct keys) with pstats' running total `total_tt`.
+  static void assign(StatsTable& table, std::vector<StatsTable::Entry> entries, double total_tt);
 };
 
 }  // namespace sprof::store

@@ -14,6 +14,7 @@
 #include "sprof/pstats.hpp"
 #include "store/codecs/key_hash.hpp"
 #include "store/pstats/pstats_view.hpp"
+#include "store/pstats/stats_arithmetic.hpp"
 
 namespace sprof::store {
 
@@ -57,17 +58,6 @@ void HashSlots::rehash(size_t capacity) {
 
 namespace {
 
-// Callers lists longer than this get a hash index; shorter ones are scanned (hashes first).
-constexpr size_t kLinearCallers = 8;
-
-// Python ints do not overflow; int64 counts saturate rather than wrap (never reached by real
-// profiles, but crafted files must not cause undefined behaviour).
-int64_t add_counts(int64_t a, int64_t b) {
-  int64_t sum;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return a > 0 ? INT64_MAX : INT64_MIN;
-}
-
 bool same_key(const FunctionKey& a, const FunctionKey& b) {
   return a.line == b.line && a.name == b.name && a.file == b.file;
 }
@@ -75,22 +65,6 @@ bool same_key(const KeyView& a, const FunctionKey& b) { return a.equals(b); }
 
 FunctionKey to_key(const FunctionKey& key) { return key; }
 FunctionKey to_key(const KeyView& key) { return key.materialize(); }
-
-// add_callers for one caller: tuples add elementwise, ints add; a mix (TypeError in Python)
-// treats the int n as (n, n, 0.0, 0.0).
-void add_caller_stats(CallerStats& target, const CallerStats& source) {
-  if (target.is_count && source.is_count) {
-    target.nc = add_counts(source.nc, target.nc);
-    return;
-  }
-  CallerStats s = source;
-  if (s.is_count) s = CallerStats{false, s.nc, s.nc, 0.0, 0.0};
-  if (target.is_count) target = CallerStats{false, target.nc, target.nc, 0.0, 0.0};
-  target.nc = add_counts(s.nc, target.nc);
-  target.cc = add_counts(s.cc, target.cc);
-  target.tt = s.tt + target.tt;
-  target.ct = s.ct + target.ct;
-}
 
 void index_callers(detail::CallerIndex& index, size_t count) {
   index.slots.clear();
@@ -270,6 +244,21 @@ void StatsTableAccess::merge(StatsTable& table, const ParsedStats& parsed, bool 
     }
   }
   table.total_tt_ = total;
+  table.total_tt_tracked_ = true;
+}
+
+void StatsTableAccess::assign(StatsTable& table, std::vector<StatsTable::Entry> entries, double total_tt) {
+  table = StatsTable{};
+  table.reserve(entries.size());
+  table.entries_ = std::move(entries);
+  for (uint32_t i = 0; i < table.entries_.size(); ++i) {
+    const FunctionKey& key = table.entries_[i].first;
+    uint64_t hash = hash_function_key(key.file, key.line, key.name);
+    table.hashes_.push_back(hash);
+    table.index_.insert(hash, i);
+  }
+  table.caller_index_.resize(table.entries_.size());  // built when an add first needs it
+  table.total_tt_ = total_tt;
   table.total_tt_tracked_ = true;
 }
 
