@@ -45,10 +45,8 @@ bool progress_shown();
 // A positional argument that names a profile: a directory (or trace file), or s3://bucket/prefix.
 // main() opens each one given before the command runs (an S3 prefix is listed, sprof/s3.hpp);
 // the command reads the profile through `where` and names it by `text`.
-struct ProfileArgument {
+struct ProfileArgument : remote::NamedProfile {
   std::string text;
-  store::ProfilePath where;
-  std::shared_ptr<remote::S3Client> s3;  // an S3 profile's client: what reading it transferred
   bool empty() const { return text.empty(); }
 };
 CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, ProfileArgument& value, const std::string& help);

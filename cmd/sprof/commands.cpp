@@ -69,9 +69,7 @@ CLI::Option* add_profile_argument(CLI::App* sub, const std::string& name, Profil
 Status open_profile_arguments(const CLI::App& sub) {
   for (const auto& [declared_in, option, argument] : profile_arguments()) {
     if (declared_in != &sub || option->count() == 0) continue;
-    SPROF_TRY(remote::NamedProfile opened, remote::open_named_profile(argument->text, s3_options()));
-    argument->where = std::move(opened.where);
-    argument->s3 = std::move(opened.s3);
+    SPROF_TRY(static_cast<remote::NamedProfile&>(*argument), remote::open_named_profile(argument->text, s3_options()));
   }
   return {};
 }
