@@ -46,9 +46,8 @@ void print_answer(const FormatOptions& format, std::string_view command, const A
       answer.json(doc);
       // What doc.dump(2, ' ', false, replace) writes (invalid UTF-8 in file names replaced, not an
       // abort), faster.
-      append_json_text(text, doc, kAnswerJsonIndent);
-      text += '\n';
-      break;
+      write_json_text(stdout, doc, kAnswerJsonIndent);
+      return;
     }
     case OutputFormat::csv: text = answer.csv(); break;
     case OutputFormat::table: text = answer.table(); break;

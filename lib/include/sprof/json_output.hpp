@@ -4,6 +4,7 @@
 // end, with nothing else to overlap it.
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,8 @@ namespace sprof {
 // to one string without a virtual call per piece. Other strings and the numbers are written by
 // nlohmann's own code.
 void append_json_text(std::string& out, const nlohmann::ordered_json& json, int indent);
+// The same text and a line break, written to `out` a megabyte at a time as it is made.
+void write_json_text(std::FILE* out, const nlohmann::ordered_json& json, int indent);
 
 // The indent of sprof's JSON answers (print_answer), which prewritten parts are written with.
 inline constexpr int kAnswerJsonIndent = 2;

@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string_view>
@@ -82,7 +83,17 @@ void append_real(std::string& out, double value) {
 
 class TextWriter {
  public:
-  TextWriter(std::string& out, int indent) : out_(out), pretty_(indent >= 0), step_(pretty_ ? indent : 0) {}
+  // With a `sink`, the text goes there whenever `out` holds kSpillBytes: a large answer is
+  // written through one reused buffer instead of one that grows (and is paged in) to its size.
+  TextWriter(std::string& out, int indent, std::FILE* sink = nullptr)
+      : out_(out), pretty_(indent >= 0), step_(pretty_ ? indent : 0), sink_(sink) {}
+
+  void spill() {
+    if (sink_ != nullptr && out_.size() >= kSpillBytes) {
+      std::fwrite(out_.data(), 1, out_.size(), sink_);
+      out_.clear();
+    }
+  }
 
   void value(const Json& v, int level) {
     switch (v.type()) {
@@ -116,6 +127,7 @@ class TextWriter {
       string(key);
       out_ += pretty_ ? ": " : ":";
       value(member, level + 1);
+      spill();
     }
     if (pretty_) newline(level);
     out_ += '}';
@@ -133,6 +145,7 @@ class TextWriter {
       first = false;
       if (pretty_) newline(level + 1);
       value(item, level + 1);
+      spill();
     }
     if (pretty_) newline(level);
     out_ += ']';
@@ -159,6 +172,7 @@ class TextWriter {
     for (size_t at = text.find('\n'); at != std::string_view::npos; at = text.find('\n', from)) {
       out_.append(text.substr(from, at - from));
       newline(level);
+      spill();
       from = at + 1;
     }
     out_.append(text.substr(from));
@@ -193,15 +207,25 @@ class TextWriter {
     out_ += '}';
   }
 
+  static constexpr size_t kSpillBytes = size_t{1} << 20;
+
   std::string& out_;
   bool pretty_;
   int step_;
+  std::FILE* sink_;
 };
 
 }  // namespace
 
 void append_json_text(std::string& out, const nlohmann::ordered_json& json, int indent) {
   TextWriter(out, indent).value(json, 0);
+}
+
+void write_json_text(std::FILE* out, const nlohmann::ordered_json& json, int indent) {
+  std::string buffer;
+  TextWriter(buffer, indent, out).value(json, 0);
+  buffer += '\n';
+  std::fwrite(buffer.data(), 1, buffer.size(), out);
 }
 
 nlohmann::ordered_json prewritten_json(std::string text, int indent) {
