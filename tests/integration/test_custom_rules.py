@@ -225,10 +225,17 @@ class CustomRulesAfterTheRun(unittest.TestCase):
         self.assertEqual(slow_steps[-15:], list(range(15, 30)))
         self.assertEqual(rule["RuleTriggered"], len(slow_steps))
         self.assertEqual(rule["Datapoints"], 30)
-        self.assertRegex(rule["evidence"], r"^train step 29 took %s s, .* in load_batch \(%s:\d+\)$"
-                         % (("%.3f" % self.durations[29]).replace(".", r"\."), self.script.replace(".", r"\.")))
+        # The function named holds at least half the step's samples: load_batch, unless the job's
+        # own clock puts its share within sampling error of a half (WORKLOAD says why it can fall).
+        own = self.own[29]["load_batch_s"] / self.own[29]["step_s"]
+        culprit = "load_batch" if own - share_error(self.own[29]["step_s"], own) > 0.5 else r"\S+"
+        self.assertRegex(rule["evidence"], r"^train step 29 took %s s, .* in %s \(%s:\d+\)$"
+                         % (("%.3f" % self.durations[29]).replace(".", r"\."), culprit,
+                            self.script.replace(".", r"\.")))
         self.assertEqual(rule["RuleParameters"], "baseline_steps:5\nfactor:1.5")
-        self.assertEqual(rule["Details"]["slow_steps"], slow_steps)
+        # The program keeps the last 20 slow steps in its details (all 15 of the slow half, and
+        # the fast ones a loaded machine stretched, may be more than 20).
+        self.assertEqual(rule["Details"]["slow_steps"], slow_steps[-20:])
         # --rule-program NAME=COMMAND runs the same program.
         doc, _ = self.rules_json("--rule-program", "regress=" + os.path.join(EXAMPLE, "step_regression.py"),
                                  "--rule", "regress")
