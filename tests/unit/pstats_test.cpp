@@ -281,8 +281,9 @@ TEST_CASE("pstats: a PooledStatsTable adds as StatsTable does, long callers list
           "[pstats]") {
   // Files written by sprof's own writer, shaped to reach what real profiles rarely do: a
   // function with more callers than are scanned (a hash index), int callers (as the profile
-  // module writes) beside tuples, a -0.0 time, and two files whose strings lie at the same places in a reused buffer but
-  // differ ("fa" and "fb"): the cache must not take them for the same keys.
+  // module writes) beside tuples, a -0.0 time, and two files whose strings lie at the same
+  // places in a reused buffer but differ ("fa" and "fb"): the cache must not take them for the
+  // same keys.
   auto make = [](const std::string& tag, int callers, bool counts) {
     StatsTable table;
     auto& hub = table[FunctionKey{"hub_" + tag + ".py", 7, "hub"}];

@@ -189,12 +189,9 @@ class PooledStatsTable {
  public:
   explicit PooledStatsTable(const FunctionKeyPool& pool);
   ~PooledStatsTable();
-  PooledStatsTable(PooledStatsTable&&) noexcept;
-  PooledStatsTable& operator=(PooledStatsTable&&) noexcept;
 
   // Throws std::logic_error for a file not numbered by a cache of this table's pool (a bug).
   void add(const ParsedPstats& parsed);
-  bool empty() const;
   StatsTable table() const;
 
  private:

@@ -72,10 +72,6 @@ PooledStatsTable::PooledStatsTable(const FunctionKeyPool& pool) : data_(std::mak
   data_->pool = &pool;
 }
 PooledStatsTable::~PooledStatsTable() = default;
-PooledStatsTable::PooledStatsTable(PooledStatsTable&&) noexcept = default;
-PooledStatsTable& PooledStatsTable::operator=(PooledStatsTable&&) noexcept = default;
-
-bool PooledStatsTable::empty() const { return data_->functions.empty(); }
 
 void PooledStatsTable::add(const ParsedPstats& parsed) {
   if (!parsed.data_) return;
