@@ -61,7 +61,15 @@ struct World {
   }
   // A code object whose 8 code units are all on `first_line` + 1.
   uint64_t code(const std::string& name, int32_t first_line) {
-    auto& o = objects.emplace_back(layout.code_read_size + 16);
+    return fill_code(objects.emplace_back(layout.code_read_size + 16), name, first_line);
+  }
+  // A new code object at the address of `old` (freed, its memory reused), with new strings.
+  void replace_code(uint64_t old, const std::string& name, int32_t first_line) {
+    for (auto& o : objects) {
+      if (addr(o.data()) == old) fill_code(o, name, first_line);
+    }
+  }
+  uint64_t fill_code(std::vector<uint8_t>& o, const std::string& name, int32_t first_line) {
     put<uint64_t>(o, layout.objects.ob_type, addr(code_type_object));
     put<int64_t>(o, layout.co_code_units, 8);
     put<uint64_t>(o, layout.co_filename, str("file.py"));
@@ -115,6 +123,33 @@ TEST_CASE("a good 3.12 chain reads back leaf first, without the entry frame", "[
   CHECK(r.codes.info(r.out.frames[1].code_id).name == "Q.outer");
   CHECK(r.out.frames[1].line == 11);
   CHECK_FALSE(r.out.truncated);
+}
+
+// A module's code object is freed right after its import, and the next code object compiled
+// often lands at its address: when that happens between two samples, the second must name the
+// new code, however recently the address was on a stack (python -c's function once took the
+// name of encodings/utf_8.py's <module> for a whole second this way).
+TEST_CASE("a code object replaced at the same address between two samples is named anew", "[pyframes][stackreader]") {
+  World w;
+  uint64_t outer = w.code("outer", 10);
+  uint64_t module = w.code("<module>", 1);
+  uint64_t f0 = w.frame(0, outer, w.entry_frame());
+  w.set_leaf(w.frame(1, module, f0));
+  Reader r(w);
+  r.codes.begin_sample();
+  REQUIRE(r.read() == StackReader::Outcome::ok);
+  REQUIRE(r.out.frames.size() == 2);
+  CHECK(r.codes.info(r.out.frames[0].code_id).name == "Q.<module>");
+
+  w.replace_code(module, "old_work", 2);
+  w.set_leaf(w.frame(1, module, f0));  // the same frame slot, running the new code
+  r.codes.begin_sample();
+  r.out = ThreadStack{};
+  REQUIRE(r.read() == StackReader::Outcome::ok);
+  REQUIRE(r.out.frames.size() == 2);
+  CHECK(r.codes.info(r.out.frames[0].code_id).name == "Q.old_work");
+  CHECK(r.out.frames[0].line == 3);
+  CHECK(r.codes.info(r.out.frames[1].code_id).name == "Q.outer");
 }
 
 TEST_CASE("torn or impossible 3.12 chains are refused", "[pyframes][stackreader]") {

@@ -23,16 +23,6 @@ int32_t CodeRecord::line_at(int64_t offset) const {
   return memo[0].line;
 }
 
-const CodeRecord* CodeCache::trusted(uint64_t address, int64_t now_ns) {
-  auto it = records_.find(address);
-  if (it == records_.end()) return nullptr;
-  CodeRecord& r = it->second;
-  if (r.seen_sample + 1 < sample_ || now_ns - r.validated_ns > kCodeRevalidateNs) return nullptr;
-  r.seen_sample = sample_;
-  ++trusted_hits_;
-  return &r;
-}
-
 uint32_t CodeCache::intern(const std::string& filename, const std::string& name, int32_t first_line) {
   auto key = std::make_tuple(filename, name, first_line);
   auto it = ids_.find(key);
@@ -54,8 +44,6 @@ const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
     const CodeRecord& r = it->second;
     if (r.filename_ptr == filename_ptr && r.name_ptr == name_ptr && r.linetable_ptr == linetable_ptr &&
         r.first_line == first_line) {
-      it->second.validated_ns = coarse_now_ns();
-      it->second.seen_sample = sample_;
       return &it->second;
     }
     records_.erase(it);
@@ -80,8 +68,6 @@ const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
   record.hidden = *filename == "<shim>" || filename->empty() || (first_line == 0 && *filename == "__init__");
   record.lines = LineTable::decode(layout_.line_format, *table, first_line);
   record.code_id = intern(*filename, *name, first_line);
-  record.validated_ns = coarse_now_ns();
-  record.seen_sample = sample_;
 
   return &records_.emplace(address, std::move(record)).first->second;
 }

@@ -1,14 +1,10 @@
 #pragma once
 // Code objects seen in the target, keyed by address. An address can be reused by a new code
 // object after the old one is freed (a module's code is freed right after its import, and the
-// next code object often lands at the same address), so a record is vouched for without reading
-// the code object's header again (trusted()) only when the same address was on a stack of the
-// previous sample or this one, and its header matched within kCodeRevalidateNs: a code object
-// cannot be freed while a live frame holds it, and the stack reader's chain check proves the
-// frames live, so only a code object freed, replaced at the same address and running again
-// within one sampling interval can be misnamed. Otherwise the header is read and compared
-// (its string and table pointers and first line). Each distinct (filename, name, first line)
-// gets a small dense id (CodeInfo::id).
+// next code object often lands at the same address, even within one sampling interval), so
+// every sample reads the header of each code object on its stacks and compares it with the
+// record (its string and table pointers and first line) before the record names a frame. Each
+// distinct (filename, name, first line) gets a small dense id (CodeInfo::id).
 
 #include <cstdint>
 #include <deque>
@@ -33,8 +29,6 @@ struct CodeRecord {
   int32_t first_line = 0;
   int64_t code_units = -1;  // 3.11+: length of the bytecode in code units
   bool hidden = false;      // interpreter-internal frames never shown (3.12 shims, 3.13 __init__ cleanup)
-  int64_t validated_ns = 0; // CLOCK_MONOTONIC_COARSE when the header last matched
-  uint64_t seen_sample = 0; // CodeCache's sample count when a stack last held it
   LineTable lines;
   // (offset, line) of the last lookups: a sampled frame mostly sits where it sat last tick.
   struct LineMemo {
@@ -58,15 +52,8 @@ class CodeCache {
   // Call once per sample of the process, before its stacks are read. Past kMaxCachedCodes the
   // cache starts over here, where no caller holds a record.
   void begin_sample() {
-    ++sample_;
     if (records_.size() >= kMaxCachedCodes) records_.clear();
   }
-  // The record of `address` when a stack held it in this sample or the previous one and its
-  // header matched within kCodeRevalidateNs of `now_ns` (CLOCK_MONOTONIC_COARSE), else nullptr
-  // (read the header and resolve()).
-  const CodeRecord* trusted(uint64_t address, int64_t now_ns);
-  // Header reads saved by trusted() so far.
-  uint64_t trusted_hits() const { return trusted_hits_; }
 
   const CodeInfo& info(uint32_t id) const { return infos_.at(id); }
   size_t size() const { return records_.size(); }
@@ -81,15 +68,9 @@ class CodeCache {
   std::map<std::tuple<std::string, std::string, int32_t>, uint32_t> ids_;
   std::deque<CodeInfo> infos_;  // deque: references stay valid as it grows
   uint64_t misses_ = 0;
-  uint64_t trusted_hits_ = 0;
-  uint64_t sample_ = 1;
 };
-
-// How long a code record is trusted without re-reading its header.
-inline constexpr int64_t kCodeRevalidateNs = 1'000'000'000;
 
 // CLOCK_MONOTONIC_COARSE in ns (a vDSO read: a few ns).
 int64_t coarse_now_ns();
-
 
 }  // namespace sprof::pyframes

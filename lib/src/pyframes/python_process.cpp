@@ -30,6 +30,7 @@ namespace {
 constexpr size_t kMaxInterpreters = 64;
 constexpr size_t kMaxThreads = 4096;
 constexpr int64_t kListCheckNs = 10'000'000;
+constexpr int64_t kAsleepStackMaxAgeNs = 1'000'000'000;
 constexpr const char* kSupported = "3.6\u20133.13 and 2.7";
 
 struct ThreadInfo {
@@ -125,9 +126,9 @@ class CPythonProcess final : public PythonProcess {
     pid_t tid = 0;
     std::vector<Frame> frames;
     bool truncated = false;
-    // When it was read: kept at most kCodeRevalidateNs, so that its code objects are checked
-    // again as every stack's are (a code object freed and replaced at the same address within a
-    // sampling interval would otherwise stay misnamed for as long as the thread sleeps).
+    // When it was read: kept at most kAsleepStackMaxAgeNs. A thread that has not run cannot
+    // have changed its stack (and its frames hold their code objects), so this only bounds what
+    // a sleep wrongly inferred would cost; a read a second per sleeping thread is cheap.
     int64_t read_ns = 0;
   };
   std::unordered_map<uint64_t, AsleepStack> asleep_stacks_;
@@ -499,7 +500,7 @@ const CPythonProcess::AsleepStack* CPythonProcess::asleep_stack(const ThreadInfo
   if (!t.asleep) return nullptr;
   auto it = asleep_stacks_.find(t.ts_address);
   if (it == asleep_stacks_.end() || it->second.tid != t.tid) return nullptr;
-  return coarse_now_ns() - it->second.read_ns < kCodeRevalidateNs ? &it->second : nullptr;
+  return coarse_now_ns() - it->second.read_ns < kAsleepStackMaxAgeNs ? &it->second : nullptr;
 }
 
 uint64_t CPythonProcess::holder_of(uint64_t interp) const {

@@ -379,18 +379,14 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
     }
     first_code = pieces.size();
   }
-  // Headers only of code objects the cache does not vouch for (see CodeCache::trusted).
-  const int64_t now = coarse_now_ns();
-  records_.assign(code_addresses_.size(), nullptr);
-  unvouched_.clear();
-  for (size_t i = 0; i < code_addresses_.size(); ++i) {
-    records_[i] = codes_.trusted(code_addresses_[i], now);
-    if (records_[i] == nullptr) unvouched_.push_back(i);
-  }
-  code_headers_.resize(unvouched_.size() * layout_.code_read_size);
-  for (size_t k = 0; k < unvouched_.size(); ++k) {
-    pieces.push_back({code_addresses_[unvouched_[k]], code_headers_.data() + k * layout_.code_read_size,
-                      layout_.code_read_size});
+  // Every code object's header, every time: its address may hold another code object than at
+  // the last sample (see CodeCache). Nearby ones in one region (code compiled together lies
+  // together), so that this adds few pieces to the batch.
+  const size_t code_bytes =
+      RemoteMemory::merge_reads(code_addresses_, layout_.code_read_size, code_regions_, code_offsets_);
+  code_headers_.resize(code_bytes);
+  for (const RemoteMemory::Region& r : code_regions_) {
+    pieces.push_back({r.address, code_headers_.data() + r.at, r.size});
   }
   size_t got = pieces.empty() ? 0 : mem_.read_batch(pieces);
   if (got < first_code) {
@@ -411,12 +407,12 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
   }
   if (got < pieces.size()) return fail("unreadable code object");
 
-  for (size_t k = 0; k < unvouched_.size(); ++k) {
-    const uint8_t* header = code_headers_.data() + k * layout_.code_read_size;
+  records_.resize(code_addresses_.size());
+  for (size_t i = 0; i < code_addresses_.size(); ++i) {
+    const uint8_t* header = code_headers_.data() + code_offsets_[i];
     if (types_.code != 0 && load<uint64_t>(header, layout_.objects.ob_type) != types_.code) {
       return fail("frame code is not a code object");
     }
-    const size_t i = unvouched_[k];
     records_[i] = codes_.resolve(code_addresses_[i], header);
     if (records_[i] == nullptr) return fail("unreadable code object strings");
   }

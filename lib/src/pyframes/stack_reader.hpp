@@ -182,7 +182,8 @@ class StackReader {
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
   std::vector<const CodeRecord*> records_;  // per code_addresses_ entry
-  std::vector<size_t> unvouched_;           // code_addresses_ indices whose headers are read
+  std::vector<RemoteMemory::Region> code_regions_;
+  std::vector<size_t> code_offsets_;  // per code_addresses_ entry: its header in code_headers_
   std::vector<RemoteMemory::Piece> pieces_;
 };
 
