@@ -152,6 +152,57 @@ TEST_CASE("a code object replaced at the same address between two samples is nam
   CHECK(r.codes.info(r.out.frames[1].code_id).name == "Q.outer");
 }
 
+// The prefetch batch reads the headers of the code objects the last walk met outside the
+// chunks between the two copies of those frames: a header counts only for a code object whose
+// every frame was read twice there (it was held all along); any other is read afresh.
+TEST_CASE("a prefetched code header names only code held by frames read twice around it", "[pyframes][stackreader]") {
+  World w;
+  uint64_t outer = w.code("outer", 10);
+  uint64_t gen = w.code("gen", 20);
+  uint64_t f0 = w.frame(0, outer, w.entry_frame());
+  std::vector<uint8_t> g(w.layout.iframe_size + 16);  // a generator's frame, on the heap
+  put<uint8_t>(g, w.layout.if_owner, 1);
+  put<uint64_t>(g, w.layout.if_code, gen);
+  put<uint64_t>(g, w.layout.if_instr, gen + w.layout.co_code_adaptive + 6);
+  w.set_leaf(addr(g.data()));
+  Reader r(w);
+  // `done`: how many pieces of the batch count as read (all by default).
+  auto prefetch_and_replace = [&](StackReader::Prefetch& p, size_t done = 3) {
+    std::vector<RemoteMemory::Piece> pieces;
+    const std::vector<uint64_t> walk = {addr(g.data())}, codes = {gen};
+    REQUIRE(p.plan_frames(walk, r.reader.frame_read_size(), codes, w.layout.code_read_size, pieces) == 3);
+    CHECK(pieces[1].address == gen);  // between the frame's two copies
+    REQUIRE(r.mem.read_batch(pieces) == 3);
+    p.frames_done(done);
+    CHECK(p.codes_read == (done >= 2));
+    CHECK(p.again_read == (done == 3));
+    // Changed after the batch: the prefetched header is the old one.
+    w.replace_code(gen, "other", 30);
+  };
+  // The names of the stack read when the generator's caller runs `caller`.
+  auto names = [&](uint64_t caller, size_t done = 3) {
+    put<uint64_t>(g, w.layout.if_previous, w.frame(1, caller, f0));
+    StackReader::Prefetch p;
+    prefetch_and_replace(p, done);
+    const auto outcome = r.reader.read(w.ts, true, r.out, &p);
+    INFO(r.reader.reason());
+    REQUIRE(outcome == StackReader::Outcome::ok);
+    std::vector<std::string> out;
+    for (const Frame& f : r.out.frames) out.push_back(r.codes.info(f.code_id).name);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+
+  SECTION("held only by the generator's frame: the prefetched header") {
+    CHECK(names(outer) == Names{"Q.gen", "Q.outer", "Q.outer"});
+    CHECK(r.reader.direct_codes() == std::vector<uint64_t>{gen});
+  }
+  SECTION("held by a chunk frame too: read afresh") { CHECK(names(gen) == Names{"Q.other", "Q.other", "Q.outer"}); }
+  SECTION("the batch stopped before the headers: read afresh") {
+    CHECK(names(outer, 1) == Names{"Q.other", "Q.outer", "Q.outer"});  // only the frame's first copy read
+  }
+}
+
 TEST_CASE("torn or impossible 3.12 chains are refused", "[pyframes][stackreader]") {
   World w;
   uint64_t code = w.code("f", 1);
@@ -298,7 +349,7 @@ TEST_CASE("prefetched frames: the leaf's region is read first, and a second copy
   StackReader::Prefetch p;
   std::vector<RemoteMemory::Piece> pieces;
   const std::vector<uint64_t> walk = {leaf, caller, callers_caller};
-  const size_t planned = p.plan_frames(walk, 112, pieces);
+  const size_t planned = p.plan_frames(walk, 112, {}, 0, pieces);
   REQUIRE(p.regions.size() == 2);
   REQUIRE(planned == 4);
   REQUIRE(pieces.size() == 4);

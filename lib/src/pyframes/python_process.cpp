@@ -155,6 +155,7 @@ class CPythonProcess final : public PythonProcess {
   struct KeptFrames {
     std::vector<uint64_t> good;     // of the last good walk
     std::vector<uint64_t> planned;  // to prefetch
+    std::vector<uint64_t> codes;    // the good walk's direct frames' code objects, to prefetch
   };
   std::unordered_map<uint64_t, KeptFrames> direct_frames_;
   std::vector<PieceOwner> piece_owners_;
@@ -353,7 +354,8 @@ void CPythonProcess::add_direct_frames(ThreadInfo& t, size_t i) {
   auto it = direct_frames_.find(t.ts_address);
   if (it == direct_frames_.end() || it->second.planned.empty()) return;
   const size_t first = pieces_.size();
-  const size_t count = t.prefetch.plan_frames(it->second.planned, reader_.frame_read_size(), pieces_);
+  const size_t count = t.prefetch.plan_frames(it->second.planned, reader_.frame_read_size(), it->second.codes,
+                                              layout_.code_read_size, pieces_);
   piece_owners_.push_back({i, PieceOwner::frames, first, count});
 }
 
@@ -427,7 +429,11 @@ void CPythonProcess::keep_direct_frames(const ThreadInfo& t, bool good) {
   if (direct.empty()) return;
   KeptFrames& kept = direct_frames_[t.ts_address];
   const size_t n = std::min(direct.size(), kMaxKept);
-  if (good) kept.good.assign(direct.begin(), direct.begin() + static_cast<long>(n));
+  if (good) {
+    kept.good.assign(direct.begin(), direct.begin() + static_cast<long>(n));
+    const auto& codes = reader_.direct_codes();
+    kept.codes.assign(codes.begin(), codes.begin() + static_cast<long>(std::min(codes.size(), kMaxKept)));
+  }
   kept.planned.assign(direct.begin(), direct.begin() + static_cast<long>(n));
   if (good) return;
   for (uint64_t address : kept.good) {

@@ -65,18 +65,31 @@ class StackReader {
     // thread's frame objects are freed and reused, in another order, within microseconds).
     std::vector<uint8_t> frame_bytes_again;
     bool again_read = false;
+    // The headers of the code objects the previous walk met (ascending), read between the two
+    // copies of the frames: a frame equal in both copies held its code object all along, so
+    // the header read between them is that code object's (see finish()).
+    std::vector<uint64_t> codes;
+    std::vector<size_t> code_at;  // each one's offset in code_bytes
+    std::vector<RemoteMemory::Region> code_regions;
+    std::vector<uint8_t> code_bytes;
+    bool codes_read = false;
     // Plans reading the frames at `addresses` (walk order, leaf first): one piece per region,
     // the leaf's region first (right after the thread state, whose frame it must match), then
-    // the same pieces again into frame_bytes_again; returns how many pieces it appended.
-    size_t plan_frames(std::span<const uint64_t> addresses, size_t frame_size, std::vector<RemoteMemory::Piece>& pieces);
+    // the headers of `code_addresses` (ascending; code_size bytes each), then the frames' pieces
+    // again into frame_bytes_again; returns how many pieces it appended.
+    size_t plan_frames(std::span<const uint64_t> addresses, size_t frame_size, std::span<const uint64_t> code_addresses,
+                       size_t code_size, std::vector<RemoteMemory::Piece>& pieces);
     // The batch read the first `read` of those pieces.
     void frames_done(size_t read) {
       region_read.assign(regions.size(), 0);
       for (size_t k = 0; k < std::min(read, regions.size()); ++k) region_read[region_order[k]] = 1;
-      again_read = !regions.empty() && read == 2 * regions.size();
+      codes_read = !codes.empty() && read >= regions.size() + code_regions.size();
+      again_read = !regions.empty() && read == 2 * regions.size() + code_regions.size();
     }
     // The prefetched bytes of the frame at `address` (and its second copy, when read), or null.
     const uint8_t* frame(uint64_t address, const uint8_t** again) const;
+    // The prefetched header of the code object at `address`, or null.
+    const uint8_t* code(uint64_t address) const;
     void clear() {
       has_leaf = false;
       chunk.clear();
@@ -84,11 +97,17 @@ class StackReader {
       regions.clear();
       region_read.clear();
       again_read = false;
+      codes.clear();
+      code_regions.clear();
+      codes_read = false;
     }
   };
   size_t frame_read_size() const;
   // Frames this reader read one by one during its last walk (to prefetch next time).
   const std::vector<uint64_t>& direct_frames() const { return direct_frames_; }
+  // The code objects of the frames its last finished walk read outside the datastack chunks
+  // (ascending): their headers can come with those frames in the next prefetch batch.
+  const std::vector<uint64_t>& direct_codes() const { return direct_codes_; }
   // Where the current-frame pointer of the thread is, when it is not inside the thread state
   // itself (3.11/3.12: in the _PyCFrame); 0 otherwise.
   uint64_t leaf_pointer_address(const std::vector<uint8_t>& ts) const;
@@ -110,6 +129,8 @@ class StackReader {
     uint64_t frame;  // address of the frame
     uint64_t code;
     int64_t position;  // f_lasti (<= 3.10) or instruction pointer (3.11+)
+    bool direct;       // read outside the datastack chunks (a frame object, a generator's frame)
+    bool both_copies;  // taken from the prefetch batch, which read it twice (no recheck)
   };
   struct Chunk {
     uint64_t address;
@@ -182,8 +203,17 @@ class StackReader {
   std::vector<uint64_t> code_addresses_;
   std::vector<uint8_t> code_headers_;
   std::vector<const CodeRecord*> records_;  // per code_addresses_ entry
+  size_t code_index(uint64_t code) const {
+    return static_cast<size_t>(std::lower_bound(code_addresses_.begin(), code_addresses_.end(), code) -
+                               code_addresses_.begin());
+  }
+  std::vector<uint64_t> direct_codes_;
+  std::vector<uint8_t> vouched_;          // per code_addresses_ entry: every frame holding it read twice
+  std::vector<const uint8_t*> headers_;  // per code_addresses_ entry
+  std::vector<uint64_t> unread_codes_;    // code_addresses_ entries the prefetch did not vouch for
+  std::vector<size_t> unread_at_;         // their indices
   std::vector<RemoteMemory::Region> code_regions_;
-  std::vector<size_t> code_offsets_;  // per code_addresses_ entry: its header in code_headers_
+  std::vector<size_t> code_offsets_;  // per unread_codes_ entry: its header in code_headers_
   std::vector<RemoteMemory::Piece> pieces_;
 };
 
