@@ -430,7 +430,9 @@ class StepFnTest(StepsTestCase):
         # sampler under load: 100 ms, still well apart from the next step's start 0.5 s on.
         slack = 100e6
         for s in cut:  # each step the window cut is partial
-            self.assertTrue(any(abs(to_ns(p["start_us"]) - max(s["begin"], attach)) < slack for p in partial), (s, partial))
+            self.assertTrue(any(abs(to_ns(p["start_us"]) - max(s["begin"], attach)) < slack for p in partial),
+                            (s, partial, "attach", attach, "detach", detach,
+                             "partial starts - attach (ms)", [(to_ns(p["start_us"]) - attach) / 1e6 for p in partial]))
         for p in partial:  # and a partial one starts at the attach or ends at the detach
             self.assertTrue(abs(to_ns(p["start_us"]) - attach) < slack or abs(to_ns(p["end_us"]) - detach) < slack, p)
         counted = sum(mode["count"] for mode in doc["steps"]["modes"])

@@ -92,6 +92,9 @@ class RecordSession {
   store::Manifest manifest_;
   std::vector<std::unique_ptr<Tracked>> tracked_;
   pid_t child_ = 0;           // launch mode: the command, until reaped
+  // Attach mode: the target, read before the hooks start and attached after them, so that its
+  // sampling (attach_ns, the window's start) begins when the first tick can follow at once.
+  std::unique_ptr<pyframes::PythonProcess> attach_ready_;
   std::optional<int> child_status_;
   bool stop_ = false;
   std::string stop_reason_;
