@@ -7,9 +7,12 @@
 namespace sprof::sampler {
 
 namespace {
-// Thread names come from threading._active, which a brand-new thread may not be in yet.
-constexpr int kNameAttempts = 5;
-constexpr int64_t kNameRetryNs = 500'000'000;
+// Thread names come from threading._active, which a brand-new thread may not be in yet (it is
+// added by the thread itself once it runs: later under load). Retries come soon and then back off
+// (20 ms, 40 ms, ... 1.28 s): a first retry half a second on left a thread seen at its start and
+// gone, or the recording over, before it (test_trace_engine's "loader" thread, once under load).
+constexpr int kNameAttempts = 8;
+constexpr int64_t kFirstNameRetryNs = 20'000'000;
 
 uint64_t thread_key(uint64_t python_thread_id, int32_t native_tid) {
   return python_thread_id ^ (uint64_t(uint32_t(native_tid)) * 0x9E3779B97F4A7C15ull);
@@ -87,7 +90,7 @@ void ProcessSampler::housekeeping(int64_t now_ns) {
     if (slot.named || slot.name_attempts >= kNameAttempts || now_ns < slot.next_name_try_ns) continue;
     auto name = process_->thread_name(slot.python_thread_id);
     ++slot.name_attempts;
-    slot.next_name_try_ns = now_ns + kNameRetryNs;
+    slot.next_name_try_ns = now_ns + (kFirstNameRetryNs << (slot.name_attempts - 1));
     if (name && !name->empty()) {
       log_->set_thread_name(slot.slot, *name);
       slot.named = true;
