@@ -329,12 +329,22 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
   for (const Raw& r : raw_) code_addresses_.push_back(r.code);
   std::sort(code_addresses_.begin(), code_addresses_.end());
   code_addresses_.erase(std::unique(code_addresses_.begin(), code_addresses_.end()), code_addresses_.end());
-  direct_codes_.clear();
-  for (const Raw& r : raw_) {
-    if (r.direct) direct_codes_.push_back(r.code);
+  // Up to 3.10 every frame is read directly, so the set is the one just sorted; from 3.11 only
+  // generator frames are, and there are few of them.
+  size_t direct = 0;
+  for (const Raw& r : raw_) direct += r.direct ? 1 : 0;
+  if (direct == raw_.size()) {
+    direct_codes_ = code_addresses_;
+  } else {
+    direct_codes_.clear();
+    for (const Raw& r : raw_) {
+      if (r.direct) direct_codes_.push_back(r.code);
+    }
+    if (direct > 1) {
+      std::sort(direct_codes_.begin(), direct_codes_.end());
+      direct_codes_.erase(std::unique(direct_codes_.begin(), direct_codes_.end()), direct_codes_.end());
+    }
   }
-  std::sort(direct_codes_.begin(), direct_codes_.end());
-  direct_codes_.erase(std::unique(direct_codes_.begin(), direct_codes_.end()), direct_codes_.end());
 
   // Every code object's header, every sample: its address may hold another code object than at
   // the last one (see CodeCache). From the prefetch batch when every frame that holds it was read
