@@ -125,6 +125,68 @@ TEST_CASE("B/E pairs are matched per lane, instants ignored", "[store][trace]") 
   CHECK(events[1].node_id == "algo-2-7");
 }
 
+TEST_CASE("events are taken as they are parsed, as from a whole document", "[store][trace]") {
+  // The reader takes each event as the parser finishes it (a file is never held whole as a
+  // document); what it reads must still be what reading the whole document gives.
+  TraceEventParser parser(TraceSource::python_timeline);
+  std::vector<TraceEvent> events;
+  REQUIRE(parser.parse(R"([
+{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Lane", "start_time_since_epoch_in_micros": 1000}},
+{"name": "open", "pid": 1, "ph": "B", "ts": 5}
+])", "1-host", "a.json", events).ok());
+  CHECK(events.empty());
+
+  SECTION("a file that is not JSON leaves nothing behind: events, lane names, start time, open events") {
+    auto bad = parser.parse(R"([
+{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Bad", "start_time_since_epoch_in_micros": 9000}},
+{"name": "x", "pid": 1, "ph": "X", "ts": 1, "dur": 1},
+{"name": "", "pid": 1, "ph": "E", "ts": 6},
+{"name": "cut", "pid": 1, "ph": "X", "ts": 1, )", "1-host", "b.json", events);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.error().message == "trace file b.json is not valid JSON");
+    CHECK(events.empty());
+    REQUIRE(parser.parse(R"([{"name": "", "pid": 1, "ph": "E", "ts": 8}])", "1-host", "c.json", events).ok());
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].name == "open");
+    CHECK(events[0].lane == "Lane");
+    CHECK(events[0].start_us == 1005);
+    CHECK(events[0].end_us == 1008);
+  }
+
+  SECTION("of an object, the last traceEvents member counts, and only it") {
+    REQUIRE(parser.parse(R"({"other": [{"name": "no", "pid": 1, "ph": "X", "ts": 1, "dur": 1}],
+"traceEvents": [{"name": "first", "pid": 1, "ph": "X", "ts": 1, "dur": 1}, {"name": "", "pid": 1, "ph": "E", "ts": 9}],
+"traceEvents": [7, [{"name": "nested", "pid": 1, "ph": "X", "ts": 1, "dur": 1}],
+                {"name": "second", "pid": 1, "ph": "X", "ts": 2, "dur": 3,
+                 "args": {"b": {"y": [1, 2], "x": "z"}, "a": 1.5}}],
+"deviceProperties": [{"name": "no", "pid": 1, "ph": "X", "ts": 1, "dur": 1}]})", "1-host", "d.json", events).ok());
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].name == "second");
+    CHECK(events[0].start_us == 1002);
+    // Keys in order and nested values as text, as the document gave them.
+    REQUIRE(events[0].args.items().size() == 2);
+    CHECK(events[0].args.items()[0].key == "a");
+    CHECK(events[0].args.items()[1].key == "b");
+    CHECK(events[0].args.text("b") == R"({"x":"z","y":[1,2]})");
+    // The open "B" event of the first file is still open: the first member's "E" did not count.
+    REQUIRE(parser.parse(R"([{"name": "", "pid": 1, "ph": "E", "ts": 20}])", "1-host", "e.json", events).ok());
+    REQUIRE(events.size() == 2);
+    CHECK(events[1].name == "open");
+  }
+
+  SECTION("an object whose last traceEvents member is not an array is refused") {
+    auto refused = parser.parse(R"({"traceEvents": [{"name": "x", "pid": 1, "ph": "X", "ts": 1, "dur": 1}],
+"traceEvents": {"name": "x"}})", "1-host", "f.json", events);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message == "trace file f.json is not a JSON array of trace events");
+    CHECK(events.empty());
+    CHECK_FALSE(parser.parse("{}", "1-host", "g.json", events).ok());
+    CHECK_FALSE(parser.parse("5", "1-host", "h.json", events).ok());
+    CHECK(parser.parse("[]", "1-host", "i.json", events).ok());
+    CHECK(events.empty());
+  }
+}
+
 TEST_CASE("the writer produces smdebug's format and the reader reads it back", "[store][trace]") {
   sprof::test::TempDir dir;
   const int64_t base = 1594662605425850;

@@ -33,6 +33,7 @@ class TraceArgs {
   TraceArgs(std::initializer_list<TraceArg> items) : items_(items) {}
 
   void set(std::string key, ArgValue value);
+  void reserve(size_t n) { items_.reserve(n); }
   const ArgValue* find(std::string_view key) const;
   bool contains(std::string_view key) const { return find(key) != nullptr; }
   // The value as text the way Python's str() shows it ("5", "1.5", "True", the string itself).

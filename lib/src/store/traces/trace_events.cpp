@@ -149,6 +149,7 @@ TraceArgs to_args(const nlohmann::json& event) {
   TraceArgs args;
   auto it = event.find("args");
   if (it == event.end() || !it->is_object()) return args;
+  args.reserve(it->size());
   for (const auto& [key, value] : it->items()) args.set(key, to_arg_value(value));
   return args;
 }
@@ -187,14 +188,19 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
   if (!json_depth_within(json_text)) {
     return make_error(ErrorKind::bad_input, "trace file {} is nested deeper than {} levels", source_name, kMaxJsonDepth);
   }
-  nlohmann::json doc = nlohmann::json::parse(json_text.begin(), json_text.end(), nullptr, false);
-  if (doc.is_discarded()) return make_error(ErrorKind::bad_input, "trace file {} is not valid JSON", source_name);
-  const nlohmann::json* events = &doc;
-  if (doc.is_object() && doc.contains("traceEvents")) events = &doc["traceEvents"];
-  if (!events->is_array()) {
-    return make_error(ErrorKind::bad_input, "trace file {} is not a JSON array of trace events", source_name);
-  }
   const std::string node = normalize_node_id(node_id);
+  // A file that turns out not to be valid JSON is skipped whole, as smdebug skips it: its events
+  // wait here, and the state they changed is put back.
+  const int64_t saved_start_us = start_us_;
+  const auto saved_lanes = lanes_;
+  const auto saved_stacks = stacks_;
+  std::vector<TraceEvent> taken;
+  auto restore = [&] {
+    taken.clear();
+    start_us_ = saved_start_us;
+    lanes_ = saved_lanes;
+    stacks_ = saved_stacks;
+  };
   auto lane_name = [&](int64_t pid) -> std::string {
     for (const auto& [key, name] : lanes_) {
       if (key == pid) return name;
@@ -212,13 +218,11 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
     event.pid = args.integer("pid").value_or(lane_pid);
     event.args = std::move(args);
     event.source = source_;
-    out.push_back(std::move(event));
+    taken.push_back(std::move(event));
   };
-
-  for (const auto& e : *events) {
-    if (!e.is_object()) continue;
+  auto take = [&](const nlohmann::json& e) {
     std::string ph = string_field(e, "ph");
-    if (ph.empty()) continue;
+    if (ph.empty()) return;
     int64_t pid = integer_field(e, "pid").value_or(0);
     if (ph == "M") {
       auto args = e.find("args");
@@ -240,20 +244,20 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
       auto dur = integer_field(e, "dur");
       if (!ts || !dur) {
         spdlog::debug("{}: skipping an \"X\" event without ts/dur", source_name);
-        continue;
+        return;
       }
       int64_t start = *ts + start_us_;
       emit(string_field(e, "name"), pid, start, start + *dur, to_args(e));
     } else if (ph == "B") {
       auto ts = integer_field(e, "ts");
-      if (!ts) continue;
+      if (!ts) return;
       slot(stacks_, pid).push_back(OpenEvent{string_field(e, "name"), *ts, to_args(e)});
     } else if (ph == "E") {
       auto ts = integer_field(e, "ts");
       auto& stack = slot(stacks_, pid);
       if (!ts || stack.empty()) {
         spdlog::debug("{}: no open \"B\" event on pid {}; skipping an \"E\" event", source_name, pid);
-        continue;
+        return;
       }
       OpenEvent begin = std::move(stack.back());
       stack.pop_back();
@@ -261,7 +265,7 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
       int64_t end = *ts + start_us_;
       if (end < start) {
         spdlog::warn("{}: \"E\" event on pid {} ends before its \"B\" event {}; skipped", source_name, pid, begin.name);
-        continue;
+        return;
       }
       // smdebug takes the args of the "E" event; fall back to the "B" event's when it has none.
       TraceArgs args = to_args(e);
@@ -269,6 +273,59 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
       emit(std::move(begin.name), pid, start, end, std::move(args));
     }
     // "i" (instant) and other phases carry no duration; smdebug ignores them too.
+  };
+
+  // Each event is taken as soon as the parser has it and then dropped, so a file never stands
+  // whole as a document (one would take about ten times the file's size). The events are the
+  // elements of the top-level array (depth 1) or of the "traceEvents" array of a top-level
+  // object (depth 2); the object's other members are dropped unread.
+  using Event = nlohmann::json::parse_event_t;
+  enum class Root { unknown, array, object, other } root = Root::unknown;
+  int events_depth = -1;     // the depth of the events, while inside their array
+  bool events_key = false;     // the member being read is "traceEvents"
+  bool events_array = false;   // the last "traceEvents" member is an array (the last one counts)
+  int arrays_of_events = 0;
+  auto callback = [&](int depth, Event event, nlohmann::json& parsed) -> bool {
+    if (depth == 0) {
+      if (root == Root::unknown) {
+        root = event == Event::array_start ? Root::array : event == Event::object_start ? Root::object : Root::other;
+        if (root == Root::array) events_depth = 1;
+      }
+      return true;
+    }
+    if (root == Root::object && depth == 1) {
+      if (event == Event::key) {
+        events_key = parsed.is_string() && parsed.get_ref<const std::string&>() == "traceEvents";
+        return events_key;
+      }
+      if (events_key && (event == Event::object_start || event == Event::value)) events_array = false;
+      if (event == Event::array_start && events_key) {
+        events_array = true;
+        // A second "traceEvents" member replaces the first, as in a parsed document.
+        if (++arrays_of_events > 1) restore();
+        events_depth = 2;
+      }
+      if (event == Event::array_end && events_depth == 2) events_depth = -1;
+      return true;
+    }
+    if (depth != events_depth) return true;
+    if (event == Event::object_end) take(parsed);
+    // Every element has been taken (or is not an event): none is kept.
+    return event == Event::object_start || event == Event::array_start || event == Event::key;
+  };
+  nlohmann::json doc = nlohmann::json::parse(json_text.begin(), json_text.end(), callback, false);
+  if (doc.is_discarded()) {
+    restore();
+    return make_error(ErrorKind::bad_input, "trace file {} is not valid JSON", source_name);
+  }
+  if (root != Root::array && !(root == Root::object && events_array)) {
+    restore();
+    return make_error(ErrorKind::bad_input, "trace file {} is not a JSON array of trace events", source_name);
+  }
+  if (out.empty()) {
+    out = std::move(taken);
+  } else {
+    out.insert(out.end(), std::make_move_iterator(taken.begin()), std::make_move_iterator(taken.end()));
   }
   return {};
 }
