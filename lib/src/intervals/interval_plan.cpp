@@ -79,12 +79,13 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
     SPROF_TRY_STATUS(store::check_path_component(
         node_id, fmt::format("{}: node_id of pid {}", (profile.dir / store::kManifestFileName).string(), pid)));
 
-    std::vector<timeline::Interval> intervals;
+    std::vector<timeline::Interval> whole_life;
+    const std::vector<timeline::Interval>* intervals = &whole_life;  // not copied: a long job has many
     std::vector<timeline::TimeRange> paused;
     std::string framework = "python";
     const timeline::ProcessTimeline* tl = timeline.find(pid);
     if (tl != nullptr && !tl->intervals.empty()) {
-      intervals = tl->intervals;
+      intervals = &tl->intervals;
       paused = tl->paused;
       if (!tl->framework.empty()) framework = tl->framework;
     } else {
@@ -97,14 +98,15 @@ Result<std::vector<ProcessInterval>> plan_intervals(const store::ProfileSamples&
       whole.kind = timeline::IntervalKind::pre_step_zero;
       whole.start = {Mode::prestepzero, std::nullopt, Phase::start, begin};
       whole.end = {Mode::posthookclose, std::nullopt, Phase::end, end};
-      intervals.push_back(whole);
+      whole_life.push_back(whole);
     }
 
     SPROF_TRY_STATUS(store::check_path_component(
         framework, fmt::format("{}: framework of pid {}", (profile.dir / "markers").string(), pid)));
     const bool from_timeline = tl != nullptr && !tl->intervals.empty();
-    for (size_t i = 0; i < intervals.size(); ++i) {
-      const timeline::Interval& interval = intervals[i];
+    out.reserve(out.size() + intervals->size());
+    for (size_t i = 0; i < intervals->size(); ++i) {
+      const timeline::Interval& interval = (*intervals)[i];
       ProcessInterval pi;
       if (from_timeline) pi.timeline_index = i;
       pi.process = index;

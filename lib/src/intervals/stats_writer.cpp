@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -32,6 +31,34 @@ std::string WriteSummary::text() const {
   return out;
 }
 
+namespace {
+
+// Which included intervals name a directory an earlier one names too (two intervals of one
+// process whose ends fall in the same microseconds): the first keeps it. By sorting their
+// numbers: a set of their paths took half a kilobyte an interval, and a long job has many.
+std::vector<uint8_t> repeated_directories(const std::vector<ProcessInterval>& planned,
+                                          const std::vector<uint8_t>& included) {
+  std::vector<uint32_t> order;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (included[i]) order.push_back(static_cast<uint32_t>(i));
+  }
+  auto key = [&](uint32_t i) {
+    const ProcessInterval& p = planned[i];
+    return std::tie(p.framework, p.node_id, p.dir_name);
+  };
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    auto ka = key(a), kb = key(b);
+    return ka != kb ? ka < kb : a < b;
+  });
+  std::vector<uint8_t> repeated(planned.size(), 0);
+  for (size_t k = 1; k < order.size(); ++k) {
+    if (key(order[k]) == key(order[k - 1])) repeated[order[k]] = 1;
+  }
+  return repeated;
+}
+
+}  // namespace
+
 Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, const timeline::StepTimeline& timeline,
                                           const WriteOptions& options) {
   SPROF_TRY(std::vector<ProcessInterval> planned, plan_intervals(profile, timeline));
@@ -46,12 +73,17 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
 
   // First which intervals are in, and which of them kept no sample: past the limit those get no
   // directory, so the work scales with the samples rather than with the steps.
+  std::vector<uint8_t> included(planned.size(), 1);
+  if (options.include) {
+    for (size_t i = 0; i < planned.size(); ++i) included[i] = options.include(planned[i]) ? 1 : 0;
+  }
+  const std::vector<uint8_t> repeated = repeated_directories(planned, included);
   std::vector<const ProcessInterval*> chosen;
   std::vector<uint8_t> empty;
-  std::set<fs::path> names;
-  for (const ProcessInterval& interval : planned) {
-    fs::path dir = profile.dir / interval.relative_dir();
-    if (options.include && !options.include(interval)) {
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const ProcessInterval& interval = planned[i];
+    if (!included[i]) {
+      fs::path dir = profile.dir / interval.relative_dir();
       ++summary.excluded;
       // Rewriting with another window: what an earlier run wrote for this interval goes, so the
       // directories are those of the window asked for (the samples they came from stay).
@@ -64,9 +96,9 @@ Result<WriteSummary> write_interval_stats(const store::ProfileSamples& profile, 
       }
       continue;
     }
-    if (!names.insert(dir).second) {
-      // Two intervals of one process whose ends fall in the same microseconds.
-      spdlog::warn("{}: a second interval with the same name; kept the first", dir.string());
+    if (repeated[i]) {
+      spdlog::warn("{}: a second interval with the same name; kept the first",
+                   (profile.dir / interval.relative_dir()).string());
       continue;
     }
     chosen.push_back(&interval);
