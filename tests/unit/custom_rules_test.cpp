@@ -89,7 +89,7 @@ std::string rule_file_error(const std::string& text) {
 TEST_CASE("custom rule: tumbling windows of steps, complete ones only", "[rules][custom]") {
   rules::RulesInput input;
   // Windows of 3: {0.1 0.1 0.1} {0.1 0.9 0.9} {0.9 0.9 0.9}; the last two steps fill no window.
-  input.framework = steps({0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1});
+  input.set_framework(steps({0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9, 0.9, 0.1, 0.1}));
   auto r = run_one(input, slow_steps());
   CHECK(r.status == rules::RuleStatus::issues_found);
   CHECK(r.datapoints == 3);
@@ -103,19 +103,19 @@ TEST_CASE("custom rule: tumbling windows of steps, complete ones only", "[rules]
 
   // Eval steps do not count in a train window.
   rules::RulesInput eval;
-  eval.framework = steps({0.9, 0.9, 0.9}, "EVAL");
+  eval.set_framework(steps({0.9, 0.9, 0.9}, "EVAL"));
   auto none = run_one(eval, slow_steps());
   CHECK(none.status == rules::RuleStatus::no_data);
   CHECK(none.evidence == "no train steps in the framework timeline");
 
   rules::RulesInput few;
-  few.framework = steps({0.9, 0.9});
+  few.set_framework(steps({0.9, 0.9}));
   CHECK(run_one(few, slow_steps()).evidence == "no complete window yet: 2 train steps, the window is 3");
 }
 
 TEST_CASE("custom rule: aggregations and comparisons", "[rules][custom]") {
   rules::RulesInput input;
-  input.framework = steps({0.1, 0.2, 0.3, 0.4, 1.0});
+  input.set_framework(steps({0.1, 0.2, 0.3, 0.4, 1.0}));
   auto rule = slow_steps();
   rule.window_steps = 5;
   rule.aggregation = rules::Aggregation::max;
@@ -142,7 +142,7 @@ TEST_CASE("custom rule: aggregations and comparisons", "[rules][custom]") {
 
 TEST_CASE("custom rule: a system metric over seconds, or over windows of steps", "[rules][custom]") {
   rules::RulesInput input;
-  input.framework = steps({1, 1, 1, 1});  // epoch 1000..1004 s
+  input.set_framework(steps({1, 1, 1, 1}));  // epoch 1000..1004 s
   // Two GPUs, every half second from 1000 s; busy only in the first two seconds.
   for (int i = 0; i < 10; ++i) {
     double t = 1000 + 0.5 * i;
@@ -178,7 +178,7 @@ TEST_CASE("custom rule: a system metric over seconds, or over windows of steps",
   // With a mode, only the ticks during the group's steps: an eval step between two train steps
   // (1002..1003 s, GPUs idle) leaves the train window [1000,1002)+[1003,1004) busy.
   rules::RulesInput mixed;
-  mixed.framework = steps({1, 1});
+  auto mixed_steps = steps({1, 1});
   auto eval = steps({1}, "EVAL");
   eval[0].start_us += 2'000'000;
   eval[0].end_us += 2'000'000;
@@ -186,8 +186,9 @@ TEST_CASE("custom rule: a system metric over seconds, or over windows of steps",
   late[0].start_us += 3'000'000;
   late[0].end_us += 3'000'000;
   late[0].args.set("step_num", std::string("2"));
-  mixed.framework.push_back(eval[0]);
-  mixed.framework.push_back(late[0]);
+  mixed_steps.push_back(eval[0]);
+  mixed_steps.push_back(late[0]);
+  mixed.set_framework(std::move(mixed_steps));
   for (int i = 0; i < 8; ++i) {
     double t = 1000 + 0.5 * i;
     mixed.system.push_back(gpu(t, t >= 1002 && t < 1003 ? 1 : 90));
@@ -220,7 +221,7 @@ TEST_CASE("custom rule: a system metric over seconds, or over windows of steps",
 
 TEST_CASE("custom rule: a function's share needs sprof's samples", "[rules][custom]") {
   rules::RulesInput input;
-  input.framework = steps({1, 1, 1});
+  input.set_framework(steps({1, 1, 1}));
   rules::ThresholdRule rule = slow_steps();
   rule.metric = rules::CustomMetric::function;
   rule.function = "load_batch";

@@ -56,6 +56,9 @@ class Profile {
   Result<const std::vector<store::SystemMetric>*> system_metrics() const;
   // framework/pevents (with the files skipped while reading); empty when there is none.
   Result<const store::TraceReadResult*> trace_events() const;
+  // The same events, kept alive by the pointer as long as its holder needs them (even past this
+  // Profile): a long job has millions, so the rules borrow them rather than copy.
+  Result<std::shared_ptr<const std::vector<store::TraceEvent>>> shared_trace_events() const;
   // gpu/<pid>.gpu, as libsprof_cupti.so wrote it.
   Result<const store::GpuTrace*> gpu_activity() const;
   // The machine each system-metrics node id stands for (store::system_node_hosts).

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,7 +84,13 @@ struct RulesInput {
   // Where it was read, if from a profile: custom rules read its manifest and samples.
   std::optional<query::Profile> profile;
   std::vector<store::SystemMetric> system;  // smdebug's order (file timestamp, then line)
-  std::vector<store::TraceEvent> framework;
+  // Shared, not copied: a caller that holds the events already (a Profile) lends them, and a
+  // long job has millions. framework() reads them (none when unset).
+  std::shared_ptr<const std::vector<store::TraceEvent>> framework_events;
+  const std::vector<store::TraceEvent>& framework() const;
+  void set_framework(std::vector<store::TraceEvent> events) {
+    framework_events = std::make_shared<const std::vector<store::TraceEvent>>(std::move(events));
+  }
   std::vector<std::string> warnings;        // trace files skipped while loading
   // The machine each system-metrics node id stands for (store::system_node_hosts): evidence
   // names machines; Details keep smdebug's node ids.

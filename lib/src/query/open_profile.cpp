@@ -84,6 +84,11 @@ Result<const store::TraceReadResult*> Profile::trace_events() const {
   return once(loaded_->trace_events, [&] { return store::read_trace_events(dir(), files()); });
 }
 
+Result<std::shared_ptr<const std::vector<store::TraceEvent>>> Profile::shared_trace_events() const {
+  SPROF_TRY(const store::TraceReadResult* read, trace_events());
+  return std::shared_ptr<const std::vector<store::TraceEvent>>(loaded_, &read->events);
+}
+
 Result<const store::GpuTrace*> Profile::gpu_activity() const {
   return once(loaded_->gpu_activity, [&] { return store::read_gpu_activity(dir(), files()); });
 }

@@ -389,7 +389,7 @@ Result<AnalyzeReport> analyze(const query::Profile& profile, const AnalyzeOption
   rules::RulesInput input;
   input.profile = profile;
   input.system = system;
-  input.framework = trace->events;
+  SPROF_TRY(input.framework_events, profile.shared_trace_events());
   input.system_hosts = system_hosts;
   if (gpu) {
     rules::add_kernel_utilization(gpu->trace, gpu->epoch_offset_ns, input);

@@ -97,7 +97,7 @@ bool has_dimension(const RulesInput& input, std::string_view dimension) {
 }
 
 bool has_step_events(const RulesInput& input) {
-  for (const auto& e : input.framework) {
+  for (const auto& e : input.framework()) {
     if (e.name.find("Step:ModeKeys") != std::string::npos) return true;
   }
   return false;

@@ -78,7 +78,7 @@ double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 RuleRecords collect_rule_records(const RulesInput& input, bool with_functions, bool live) {
   RuleRecords records;
-  for (const auto& e : input.framework) {
+  for (const auto& e : input.framework()) {
     std::string mode = step_mode(e.name);
     if (mode.empty() || e.end_us <= e.start_us) continue;
     StepRecord step;

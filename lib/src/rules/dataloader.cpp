@@ -52,7 +52,7 @@ class Dataloader : public Rule {
     input_wait_threshold_ = params.number("input_wait_threshold");
     loop_ = *context.training_loop;
     prefetch_ = false;
-    for (const auto& e : context.input->framework) {
+    for (const auto& e : context.input->framework()) {
       auto pid = e.args.integer("pid");
       if (pid && is_dataloader_lane(e.lane, false)) activity_.push_back(Activity{e.start_us, e.end_us, *pid});
     }
@@ -213,7 +213,7 @@ RuleDef dataloader_rule() {
     return std::make_unique<Dataloader>(params, context);
   };
   def.missing_input = [](const RulesInput& input) -> std::optional<std::string> {
-    for (const auto& e : input.framework) {
+    for (const auto& e : input.framework()) {
       if (is_dataloader_lane(e.lane, false)) {
         if (!has_dimension(input, "CPUUtilization")) return "no CPU metrics to compare the dataloaders with";
         return std::nullopt;

@@ -89,7 +89,7 @@ RuleDef input_bound_rule() {
   };
   def.missing_input = [](const RulesInput& input) -> std::optional<std::string> {
     if (!has_step_events(input)) return "no step events (Step:ModeKeys.*) in the framework timeline";
-    if (!training_loop(input.framework)) {
+    if (!training_loop(input.framework())) {
       return "no wait before any step could be measured (one step per process, and no DataLoader events)";
     }
     return std::nullopt;

@@ -111,7 +111,7 @@ RuleDef max_initialization_time_rule() {
     return std::make_unique<MaxInitializationTime>(params, context);
   };
   def.missing_input = [](const RulesInput& input) -> std::optional<std::string> {
-    if (input.system.empty() && input.framework.empty()) return "no system metrics and no framework events";
+    if (input.system.empty() && input.framework().empty()) return "no system metrics and no framework events";
     return std::nullopt;
   };
   return def;

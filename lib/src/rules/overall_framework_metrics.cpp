@@ -81,7 +81,7 @@ RuleDef overall_framework_metrics_rule() {
     return std::make_unique<OverallFrameworkMetrics>(params, context);
   };
   def.missing_input = [](const RulesInput& input) -> std::optional<std::string> {
-    if (input.framework.empty()) return "no framework events";
+    if (input.framework().empty()) return "no framework events";
     return std::nullopt;
   };
   return def;

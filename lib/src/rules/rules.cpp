@@ -39,6 +39,11 @@ std::string report_json(const RuleResult& result) {
   return report.dump();
 }
 
+const std::vector<store::TraceEvent>& RulesInput::framework() const {
+  static const std::vector<store::TraceEvent> none;
+  return framework_events ? *framework_events : none;
+}
+
 Result<RulesInput> load_rules_input(const query::Profile& profile) {
   if (!profile.contents().profile()) return profile.not_a_profile();
   if (!profile.contents().rule_data()) {
@@ -51,7 +56,7 @@ Result<RulesInput> load_rules_input(const query::Profile& profile) {
   SPROF_TRY(auto system, profile.system_metrics());
   input.system = *system;
   SPROF_TRY(auto traces, profile.trace_events());
-  input.framework = traces->events;
+  SPROF_TRY(input.framework_events, profile.shared_trace_events());
   input.warnings = traces->warnings;
   input.system_hosts = profile.system_hosts();
   // GPUUtilization from the kernels, when NVML gave none; `sprof gpu` and analyze say why a
@@ -153,12 +158,12 @@ struct Timeline {
 
 Timeline make_timeline(const RulesInput& input) {
   Timeline t;
-  t.training_loop = training_loop(input.framework);
+  t.training_loop = training_loop(input.framework());
   for (const auto& m : input.system) t.system.push_back(&m);
   std::stable_sort(t.system.begin(), t.system.end(),
                    [](const auto* a, const auto* b) { return a->timestamp < b->timestamp; });
   for (const auto* m : t.system) t.system_us.push_back(to_us(m->timestamp));
-  for (const auto& e : input.framework) t.framework.push_back(&e);
+  for (const auto& e : input.framework()) t.framework.push_back(&e);
   std::stable_sort(t.framework.begin(), t.framework.end(),
                    [](const auto* a, const auto* b) { return a->start_us < b->start_us; });
   if (t.system.empty() && t.framework.empty()) return t;

@@ -170,7 +170,7 @@ struct RuleWatch::Impl {
     auto written = timeline::write_step_trace(scratch.path(), *manifest, steps);
     auto trace = written.ok() ? store::read_trace_events(scratch.path()) : Result<store::TraceReadResult>(written.error());
     if (!trace.ok()) return std::move(trace).error();
-    input.framework = std::move(trace->events);
+    input.set_framework(std::move(trace->events));
     return input;
   }
 
