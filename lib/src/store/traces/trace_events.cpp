@@ -281,9 +281,9 @@ Status TraceEventParser::parse(std::string_view json_text, std::string_view node
   // object (depth 2); the object's other members are dropped unread.
   using Event = nlohmann::json::parse_event_t;
   enum class Root { unknown, array, object, other } root = Root::unknown;
-  int events_depth = -1;     // the depth of the events, while inside their array
-  bool events_key = false;     // the member being read is "traceEvents"
-  bool events_array = false;   // the last "traceEvents" member is an array (the last one counts)
+  int events_depth = -1;      // the depth of the events, while inside their array
+  bool events_key = false;    // the member being read is "traceEvents"
+  bool events_array = false;  // the last "traceEvents" member is an array (the last one counts)
   int arrays_of_events = 0;
   auto callback = [&](int depth, Event event, nlohmann::json& parsed) -> bool {
     if (depth == 0) {
