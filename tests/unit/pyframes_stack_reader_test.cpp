@@ -60,19 +60,20 @@ struct World {
     return addr(o.data());
   }
   // A code object whose 8 code units are all on `first_line` + 1.
-  uint64_t code(const std::string& name, int32_t first_line) {
-    return fill_code(objects.emplace_back(layout.code_read_size + 16), name, first_line);
+  uint64_t code(const std::string& name, int32_t first_line, const std::string& filename = "file.py") {
+    return fill_code(objects.emplace_back(layout.code_read_size + 16), name, first_line, filename);
   }
   // A new code object at the address of `old` (freed, its memory reused), with new strings.
-  void replace_code(uint64_t old, const std::string& name, int32_t first_line) {
+  void replace_code(uint64_t old, const std::string& name, int32_t first_line,
+                    const std::string& filename = "file.py") {
     for (auto& o : objects) {
-      if (addr(o.data()) == old) fill_code(o, name, first_line);
+      if (addr(o.data()) == old) fill_code(o, name, first_line, filename);
     }
   }
-  uint64_t fill_code(std::vector<uint8_t>& o, const std::string& name, int32_t first_line) {
+  uint64_t fill_code(std::vector<uint8_t>& o, const std::string& name, int32_t first_line, const std::string& filename) {
     put<uint64_t>(o, layout.objects.ob_type, addr(code_type_object));
     put<int64_t>(o, layout.co_code_units, 8);
-    put<uint64_t>(o, layout.co_filename, str("file.py"));
+    put<uint64_t>(o, layout.co_filename, str(filename));
     put<uint64_t>(o, layout.co_name, str(name));
     put<uint64_t>(o, layout.co_qualname, str("Q." + name));
     put<int32_t>(o, layout.co_firstlineno, first_line);
@@ -152,6 +153,33 @@ TEST_CASE("a code object replaced at the same address between two samples is nam
   CHECK(r.codes.info(r.out.frames[1].code_id).name == "Q.outer");
 }
 
+// A frame popped and its code object freed between the frame's read and its header's, and
+// another built at the same address meanwhile: a header copied halfway through the building
+// holds fields of both (CI saw "odd (even.py:3)": the new name, the old file). The cache reads
+// the header again after the strings, and a header that no longer holds names nothing.
+TEST_CASE("a code header copied while a code object was built at its address names nothing", "[pyframes][stackreader]") {
+  World w;
+  uint64_t code = w.code("even", 10, "even.py");
+  std::vector<uint8_t> before(w.layout.code_read_size);
+  std::memcpy(before.data(), reinterpret_cast<const void*>(code), before.size());
+  w.replace_code(code, "odd", 10, "odd.py");
+  std::vector<uint8_t> now(w.layout.code_read_size);
+  std::memcpy(now.data(), reinterpret_cast<const void*>(code), now.size());
+  std::vector<uint8_t> torn = now;
+  std::memcpy(torn.data() + w.layout.co_filename, before.data() + w.layout.co_filename, 8);
+
+  RemoteMemory mem{getpid()};
+  CodeCache codes{w.layout, mem};
+  CHECK(codes.resolve(code, torn.data()) == nullptr);
+  const CodeRecord* record = codes.resolve(code, now.data());
+  REQUIRE(record != nullptr);
+  CHECK(codes.info(record->code_id).name == "Q.odd");
+  CHECK(codes.info(record->code_id).filename == "odd.py");
+  // A header that still holds is named as before, and found again without a read.
+  CHECK(codes.resolve(code, now.data()) == record);
+  CHECK(codes.misses() == 2);
+}
+
 // The prefetch batch reads the headers of the code objects the last walk met outside the
 // chunks between the two copies of those frames: a header counts only for a code object whose
 // every frame was read twice there (it was held all along); any other is read afresh.
@@ -167,7 +195,7 @@ TEST_CASE("a prefetched code header names only code held by frames read twice ar
   w.set_leaf(addr(g.data()));
   Reader r(w);
   // `done`: how many pieces of the batch count as read (all by default).
-  auto prefetch_and_replace = [&](StackReader::Prefetch& p, size_t done = 3) {
+  auto prefetch_and_replace = [&](StackReader::Prefetch& p, size_t done = 3, bool replace = true) {
     std::vector<RemoteMemory::Piece> pieces;
     const std::vector<uint64_t> walk = {addr(g.data())}, codes = {gen};
     REQUIRE(p.plan_frames(walk, r.reader.frame_read_size(), codes, w.layout.code_read_size, pieces) == 3);
@@ -177,14 +205,17 @@ TEST_CASE("a prefetched code header names only code held by frames read twice ar
     CHECK(p.codes_read == (done >= 2));
     CHECK(p.again_read == (done == 3));
     // Changed after the batch: the prefetched header is the old one.
-    w.replace_code(gen, "other", 30);
+    if (replace) w.replace_code(gen, "other", 30);
   };
-  // The names of the stack read when the generator's caller runs `caller`.
-  auto names = [&](uint64_t caller, size_t done = 3) {
+  // The stack read when the generator's caller runs `caller`.
+  auto read = [&](uint64_t caller, size_t done = 3, bool replace = true) {
     put<uint64_t>(g, w.layout.if_previous, w.frame(1, caller, f0));
     StackReader::Prefetch p;
-    prefetch_and_replace(p, done);
-    const auto outcome = r.reader.read(w.ts, true, r.out, &p);
+    prefetch_and_replace(p, done, replace);
+    return r.reader.read(w.ts, true, r.out, &p);
+  };
+  auto names = [&](uint64_t caller, size_t done = 3, bool replace = true) {
+    const auto outcome = read(caller, done, replace);
     INFO(r.reader.reason());
     REQUIRE(outcome == StackReader::Outcome::ok);
     std::vector<std::string> out;
@@ -194,7 +225,15 @@ TEST_CASE("a prefetched code header names only code held by frames read twice ar
   using Names = std::vector<std::string>;
 
   SECTION("held only by the generator's frame: the prefetched header") {
-    CHECK(names(outer) == Names{"Q.gen", "Q.outer", "Q.outer"});
+    // It names the code as it was while the frame held it. Replaced since, its strings may be
+    // gone with it: the header read again after them no longer holds, and the stack is torn
+    // rather than named (read afresh, it would be "Q.other"; the next two sections).
+    CHECK(read(outer) == StackReader::Outcome::invalid);
+    CHECK(std::string(r.reader.reason()) == "code object unreadable or changed while read");
+    // Still there after its strings: the prefetched header names it.
+    w.replace_code(gen, "gen", 20);
+    r.out = ThreadStack{};
+    CHECK(names(outer, 3, false) == Names{"Q.gen", "Q.outer", "Q.outer"});
     CHECK(r.reader.direct_codes() == std::vector<uint64_t>{gen});
   }
   SECTION("held by a chunk frame too: read afresh") { CHECK(names(gen) == Names{"Q.other", "Q.other", "Q.outer"}); }

@@ -33,11 +33,15 @@ uint32_t CodeCache::intern(const std::string& filename, const std::string& name,
   return id;
 }
 
+CodeCache::Identity CodeCache::identity(const uint8_t* header) const {
+  return Identity{load<uint64_t>(header, layout_.co_filename),
+                  load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name),
+                  load<uint64_t>(header, layout_.co_linetable), load<int32_t>(header, layout_.co_firstlineno)};
+}
+
 const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
-  uint64_t filename_ptr = load<uint64_t>(header, layout_.co_filename);
-  uint64_t name_ptr = load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name);
-  uint64_t linetable_ptr = load<uint64_t>(header, layout_.co_linetable);
-  int32_t first_line = load<int32_t>(header, layout_.co_firstlineno);
+  const Identity id = identity(header);
+  auto [filename_ptr, name_ptr, linetable_ptr, first_line] = id;
 
   auto it = records_.find(address);
   if (it != records_.end()) {
@@ -54,6 +58,14 @@ const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
   auto name = read_str(mem_, name_ptr, layout_.objects);
   auto table = read_bytes(mem_, linetable_ptr, layout_.objects);
   if (!filename || !name || !table) return nullptr;
+  // The header again, now that its strings are read. A frame popped and its code object freed
+  // between the frame's read and the header's, and another built at the same address, can leave
+  // a header copied halfway through the building, with fields of both (CI saw "odd (even.py:3)");
+  // by now they have changed. Such a frame names nothing (the sample is torn), not a mix of two.
+  header_again_.resize(layout_.code_read_size);
+  if (!mem_.read(address, header_again_.data(), header_again_.size()) || identity(header_again_.data()) != id) {
+    return nullptr;
+  }
 
   CodeRecord record;
   record.filename_ptr = filename_ptr;

@@ -3,8 +3,10 @@
 // object after the old one is freed (a module's code is freed right after its import, and the
 // next code object often lands at the same address, even within one sampling interval), so
 // every sample reads the header of each code object on its stacks and compares it with the
-// record (its string and table pointers and first line) before the record names a frame. Each
-// distinct (filename, name, first line) gets a small dense id (CodeInfo::id).
+// record (its string and table pointers and first line) before the record names a frame; a new
+// record's header is read again after its strings, so that one copied while a code object was
+// being built there names nothing rather than a mix of two. Each distinct (filename, name,
+// first line) gets a small dense id (CodeInfo::id).
 
 #include <cstdint>
 #include <deque>
@@ -12,6 +14,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "pyframes/layout.hpp"
 #include "pyframes/line_table.hpp"
@@ -61,6 +64,13 @@ class CodeCache {
 
  private:
   uint32_t intern(const std::string& filename, const std::string& name, int32_t first_line);
+  // What a record is compared by: the header's string and table pointers and first line.
+  struct Identity {
+    uint64_t filename_ptr, name_ptr, linetable_ptr;
+    int32_t first_line;
+    bool operator==(const Identity&) const = default;
+  };
+  Identity identity(const uint8_t* header) const;
 
   const Layout& layout_;
   const RemoteMemory& mem_;
@@ -68,6 +78,7 @@ class CodeCache {
   std::map<std::tuple<std::string, std::string, int32_t>, uint32_t> ids_;
   std::deque<CodeInfo> infos_;  // deque: references stay valid as it grows
   uint64_t misses_ = 0;
+  std::vector<uint8_t> header_again_;
 };
 
 // CLOCK_MONOTONIC_COARSE in ns (a vDSO read: a few ns).

@@ -466,7 +466,7 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
       return fail("frame code is not a code object");
     }
     records_[i] = codes_.resolve(code_addresses_[i], header);
-    if (records_[i] == nullptr) return fail("unreadable code object strings");
+    if (records_[i] == nullptr) return fail("code object unreadable or changed while read");
   }
 
   out.frames.reserve(raw_.size());
