@@ -33,30 +33,25 @@ uint32_t CodeCache::intern(const std::string& filename, const std::string& name,
   return id;
 }
 
-CodeCache::Identity CodeCache::identity(const uint8_t* header) const {
-  return Identity{load<uint64_t>(header, layout_.co_filename),
+CodeIdentity CodeCache::identity(const uint8_t* header) const {
+  return CodeIdentity{load<uint64_t>(header, layout_.co_filename),
                   load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name),
                   load<uint64_t>(header, layout_.co_linetable), load<int32_t>(header, layout_.co_firstlineno)};
 }
 
 const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
-  const Identity id = identity(header);
-  auto [filename_ptr, name_ptr, linetable_ptr, first_line] = id;
+  const CodeIdentity id = identity(header);
 
   auto it = records_.find(address);
   if (it != records_.end()) {
-    const CodeRecord& r = it->second;
-    if (r.filename_ptr == filename_ptr && r.name_ptr == name_ptr && r.linetable_ptr == linetable_ptr &&
-        r.first_line == first_line) {
-      return &it->second;
-    }
+    if (it->second.identity == id) return &it->second;
     records_.erase(it);
   }
 
   ++misses_;
-  auto filename = read_str(mem_, filename_ptr, layout_.objects);
-  auto name = read_str(mem_, name_ptr, layout_.objects);
-  auto table = read_bytes(mem_, linetable_ptr, layout_.objects);
+  auto filename = read_str(mem_, id.filename_ptr, layout_.objects);
+  auto name = read_str(mem_, id.name_ptr, layout_.objects);
+  auto table = read_bytes(mem_, id.linetable_ptr, layout_.objects);
   if (!filename || !name || !table) return nullptr;
   // The header again, now that its strings are read. A frame popped and its code object freed
   // between the frame's read and the header's, and another built at the same address, can leave
@@ -68,18 +63,15 @@ const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
   }
 
   CodeRecord record;
-  record.filename_ptr = filename_ptr;
-  record.name_ptr = name_ptr;
-  record.linetable_ptr = linetable_ptr;
-  record.first_line = first_line;
+  record.identity = id;
   if (layout_.co_code_adaptive != kAbsent) {
     record.code_units = load<int64_t>(header, layout_.co_code_units);
   }
   // 3.12 pushes a trampoline frame with a "<shim>" code object under each eval-loop entry; 3.13's
   // CALL_ALLOC_AND_ENTER_INIT pushes _Py_InitCleanup (filename and name "__init__", line 0).
-  record.hidden = *filename == "<shim>" || filename->empty() || (first_line == 0 && *filename == "__init__");
-  record.lines = LineTable::decode(layout_.line_format, *table, first_line);
-  record.code_id = intern(*filename, *name, first_line);
+  record.hidden = *filename == "<shim>" || filename->empty() || (id.first_line == 0 && *filename == "__init__");
+  record.lines = LineTable::decode(layout_.line_format, *table, id.first_line);
+  record.code_id = intern(*filename, *name, id.first_line);
 
   return &records_.emplace(address, std::move(record)).first->second;
 }

@@ -23,13 +23,18 @@
 
 namespace sprof::pyframes {
 
-struct CodeRecord {
-  uint32_t code_id = 0;
-  // Identity, compared with the header on every hit.
+// What a record is compared by: the header's string and table pointers and first line.
+struct CodeIdentity {
   uint64_t filename_ptr = 0;
   uint64_t name_ptr = 0;
   uint64_t linetable_ptr = 0;
   int32_t first_line = 0;
+  bool operator==(const CodeIdentity&) const = default;
+};
+
+struct CodeRecord {
+  uint32_t code_id = 0;
+  CodeIdentity identity;    // compared with the header on every hit
   int64_t code_units = -1;  // 3.11+: length of the bytecode in code units
   bool hidden = false;      // interpreter-internal frames never shown (3.12 shims, 3.13 __init__ cleanup)
   LineTable lines;
@@ -64,13 +69,7 @@ class CodeCache {
 
  private:
   uint32_t intern(const std::string& filename, const std::string& name, int32_t first_line);
-  // What a record is compared by: the header's string and table pointers and first line.
-  struct Identity {
-    uint64_t filename_ptr, name_ptr, linetable_ptr;
-    int32_t first_line;
-    bool operator==(const Identity&) const = default;
-  };
-  Identity identity(const uint8_t* header) const;
+  CodeIdentity identity(const uint8_t* header) const;
 
   const Layout& layout_;
   const RemoteMemory& mem_;

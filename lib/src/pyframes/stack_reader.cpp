@@ -492,7 +492,7 @@ StackReader::Outcome StackReader::finish(bool verify, ThreadStack& out) {
       }
     }
     int32_t line = code.line_at(offset);
-    out.frames.push_back(Frame{code.code_id, line == kNoLine ? code.first_line : line});
+    out.frames.push_back(Frame{code.code_id, line == kNoLine ? code.identity.first_line : line});
   }
   out.truncated = truncated_;
   return Outcome::ok;
