@@ -35,8 +35,8 @@ uint32_t CodeCache::intern(const std::string& filename, const std::string& name,
 
 CodeIdentity CodeCache::identity(const uint8_t* header) const {
   return CodeIdentity{load<uint64_t>(header, layout_.co_filename),
-                  load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name),
-                  load<uint64_t>(header, layout_.co_linetable), load<int32_t>(header, layout_.co_firstlineno)};
+                      load<uint64_t>(header, layout_.co_qualname != kAbsent ? layout_.co_qualname : layout_.co_name),
+                      load<uint64_t>(header, layout_.co_linetable), load<int32_t>(header, layout_.co_firstlineno)};
 }
 
 const CodeRecord* CodeCache::resolve(uint64_t address, const uint8_t* header) {
