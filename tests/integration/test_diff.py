@@ -1,6 +1,6 @@
 """sprof diff on real recordings: no false alarm between repeated runs of one job, a planted 10 %
 slowdown of one function found every time, step ranges of one profile, GPU work of real
-torch.profiler traces against the traces' own events, and clear errors.
+torch.profiler traces against the traces' own events, GPU work between steps, and clear errors.
 
 The runs of a pair are recorded side by side, as a CI job records the base and the change on one
 machine: both see the same load. Even so the steps' times of two runs of one job differ by a few
@@ -354,6 +354,81 @@ def kernel_time_per_step(path):
     for name, us in per_kernel.items():
         out[names[name]] = out.get(names[name], 0) + us / 1e6 / len(steps)
     return out, len(steps)
+
+
+# GPU work around the steps, as CUPTI would record it (synthetic_gpu.py): each iteration copies its
+# batch before the step, runs a forward kernel in it, and launches EXTRA "ema" kernels after it
+# (an average of the weights, a metric): the copy and the ema kernels lie between smdebug's steps.
+GPU_LOOP = textwrap.dedent("""\
+    import sys, time
+    import sprof
+    sys.path.insert(0, sys.argv[2])
+    from synthetic_gpu import GpuFile
+
+    STEPS, EXTRA = 30, int(sys.argv[3])
+    gpu = GpuFile(sys.argv[1])
+
+
+    def busy(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+
+    sprof.set_mode(sprof.TRAIN)
+    for _ in range(STEPS):
+        gpu.launch(time.monotonic_ns(), "copy_batch_kernel", 20000)
+        busy(0.002)
+        with sprof.step_context():
+            gpu.launch(time.monotonic_ns(), "forward_kernel", 300000)
+            busy(0.003)
+        for _ in range(EXTRA):
+            gpu.launch(time.monotonic_ns(), "ema_kernel", 200000)
+        busy(0.002)
+        gpu.flush()
+    """)
+GPU_LOOP_STEPS = 30
+
+
+class GpuWorkBetweenSteps(TempDirTestCase):
+    def record(self, name, extra):
+        script = os.path.join(self.tmp, "loop.py")
+        with open(script, "w") as f:
+            f.write(GPU_LOOP)
+        profile = os.path.join(self.tmp, name)
+        run_sprof("record", "-q", "--no-system-metrics", "-o", profile, "--gpu", "off", "--", sys.executable, script,
+                  os.path.join(profile, "gpu"), os.path.dirname(os.path.abspath(__file__)), str(extra), check=0)
+        return profile
+
+    def test_kernels_between_steps_count_in_the_next_iteration(self):
+        # A kernel counts in the step whose iteration (the wait before it included) it starts in,
+        # as in torch.profiler's ProfilerStep#N: the batch copy and the ema kernels launched after
+        # step k belong to step k+1; the first step has no iteration before it (nothing ended
+        # before it), so of 30 steps 29 hold them. Counted in the step alone they were missed, and
+        # so was a regression in them (found on an H200 by scripts/gpu-check's planted products).
+        base, new = self.record("base", 1), self.record("new", 3)
+        proc = run_sprof("diff", base, new, "--json", "--threshold", "kernel=10", check=3)
+        doc = json.loads(proc.stdout)
+        self.assertEqual((doc["base"]["steps"], doc["new"]["steps"]), (GPU_LOOP_STEPS, GPU_LOOP_STEPS))
+        rows = {k["name"]: k for k in doc["gpu"]["kernels"]}
+        held = (GPU_LOOP_STEPS - 1) / GPU_LOOP_STEPS
+        expected = {"copy_batch_kernel": (held, held, 20e-6), "forward_kernel": (1, 1, 300e-6),
+                    "ema_kernel": (held, 3 * held, 200e-6)}
+        self.assertEqual(sorted(rows), sorted(expected))
+        for name, (base_launches, new_launches, seconds) in expected.items():
+            row = rows[name]
+            self.assertAlmostEqual(row["base_launches_per_step"], base_launches, places=9, msg=name)
+            self.assertAlmostEqual(row["new_launches_per_step"], new_launches, places=9, msg=name)
+            self.assertAlmostEqual(row["base_s"], base_launches * seconds, places=9, msg=name)
+            self.assertAlmostEqual(row["new_s"], new_launches * seconds, places=9, msg=name)
+        self.assertEqual([(r["kind"], r["what"]) for r in doc["regressions"]], [("kernel", "ema_kernel")])
+
+    def test_against_a_trace_no_rule_verdict_changes(self):
+        # A Chrome trace runs no rules: its side has no verdicts to differ from the profile's.
+        base = self.record("base", 1)
+        doc = json.loads(run_sprof("diff", base, SAMPLED_TRACE, "--json", check=0).stdout)
+        self.assertTrue(doc["gpu"]["present"])
+        self.assertEqual(doc["rules"], [])
 
 
 class SmdebugDirectories(unittest.TestCase):

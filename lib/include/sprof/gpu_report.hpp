@@ -24,6 +24,12 @@ struct GpuStepWindow {
   Mode mode = Mode::global;  // global for a trace's ProfilerStep#N
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // The loop's iteration that ends with the step (sprof/iterations.hpp): from the end of the
+  // process's previous step, so that GPU work launched between steps (input copies, work after
+  // optimizer.step()) belongs to one. start_ns for a process's first step and for ProfilerStep#N,
+  // which already spans its iteration.
+  int64_t iteration_start_ns = 0;
+  int32_t pid = 0;  // the process that ran the step; 0 for a trace's (any process)
 };
 
 // What a GPU view reads: the trace and the steps that cut it.

@@ -2,6 +2,7 @@
 // trace file with its ProfilerStep#N events.
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,7 +55,11 @@ void round_trace_to_us(GpuInput& input) {
   for (store::GpuApiCall& call : t.api_calls) round_to_us(call.start_ns, call.end_ns);
   for (store::GpuSync& sync : t.syncs) round_to_us(sync.start_ns, sync.end_ns);
   for (store::GpuOverhead& o : t.overheads) round_to_us(o.start_ns, o.end_ns);
-  for (GpuStepWindow& step : input.steps) round_to_us(step.start_ns, step.end_ns);
+  for (GpuStepWindow& step : input.steps) {
+    int64_t iteration_end = step.end_ns;
+    round_to_us(step.iteration_start_ns, iteration_end);
+    round_to_us(step.start_ns, step.end_ns);
+  }
   store::sort_gpu_trace(t);
 }
 
@@ -82,7 +87,9 @@ void drop_last_step(GpuInput& input, const fs::path& path) {
 Result<GpuInput> load_trace_file(const fs::path& path, const store::ProfileFiles& files) {
   GpuInput input;
   SPROF_TRY(input.trace, store::read_chrome_gpu_trace(path, files));
-  for (const store::GpuTraceStep& s : input.trace.steps) input.steps.push_back({s.step, Mode::global, s.start_ns, s.end_ns});
+  for (const store::GpuTraceStep& s : input.trace.steps) {
+    input.steps.push_back({s.step, Mode::global, s.start_ns, s.end_ns, s.start_ns, 0});
+  }
   if (input.trace.empty()) {
     return make_error(ErrorKind::bad_input, "{}: no GPU events (kernel, gpu_memcpy, gpu_memset, cuda_runtime) in this trace",
                       path.string());
@@ -103,7 +110,13 @@ Result<GpuInput> load_profile_gpu(const query::Profile& profile) {
   auto timeline = profile.step_timeline();
   if (timeline.ok()) {
     for (const timeline::ProcessTimeline& p : (*timeline)->processes) {
-      for (const timeline::Step& s : p.steps) input.steps.push_back({s.step, s.mode, s.begin_ns, s.end_ns});
+      // As rules::iterations: from the latest end of the process's earlier steps (of any mode).
+      std::optional<int64_t> latest_end;
+      for (const timeline::Step& s : p.steps) {
+        int64_t iteration_start = latest_end ? std::min(*latest_end, s.begin_ns) : s.begin_ns;
+        input.steps.push_back({s.step, s.mode, s.begin_ns, s.end_ns, iteration_start, p.pid});
+        latest_end = std::max(latest_end.value_or(s.end_ns), s.end_ns);
+      }
     }
   } else {
     input.trace.warnings.push_back(timeline.error().message);

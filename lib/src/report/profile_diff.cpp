@@ -183,45 +183,58 @@ void finish_functions(const FunctionSteps& acc, size_t steps, SideData& data) {
   }
 }
 
-// Kernels per selected step: each kernel counted in the step its start falls in.
+// Kernels per selected step, each counted in the step whose iteration (the step and the wait
+// before it, GpuStepWindow::iteration_start_ns) holds its start in the process that launched it:
+// GPU work launched between steps (input copies, what follows optimizer.step()) counts too, as in
+// HTA's TraceDiff over ProfilerStep#N.
 void read_gpu(Result<GpuInput> loaded, Mode mode, const DiffSideInput& input, bool trace_file, SideData& data) {
   if (!loaded.ok()) {
     data.gpu_note = loaded.error().message;
     return;
   }
   const GpuInput& gpu = *loaded;
-  std::vector<std::pair<int64_t, int64_t>> windows;
+  struct Unit {
+    int32_t pid;  // 0: any process (a trace's ProfilerStep#N)
+    int64_t start_ns, end_ns;
+    auto operator<=>(const Unit&) const = default;
+  };
+  std::vector<Unit> units;
   for (const GpuStepWindow& s : gpu.steps) {
-    if ((trace_file || s.mode == mode) && in_range(input, s.step)) windows.emplace_back(s.start_ns, s.end_ns);
+    if ((trace_file || s.mode == mode) && in_range(input, s.step)) units.push_back({s.pid, s.iteration_start_ns, s.end_ns});
   }
-  std::sort(windows.begin(), windows.end());
+  std::sort(units.begin(), units.end());
   // A trace without ProfilerStep#N is one unit: its totals compare, without intervals.
-  if (windows.empty() && trace_file && gpu.steps.empty() && !input.first_step && !input.last_step) {
-    windows.emplace_back(INT64_MIN, INT64_MAX);
+  if (units.empty() && trace_file && gpu.steps.empty() && !input.first_step && !input.last_step) {
+    units.push_back({0, INT64_MIN, INT64_MAX});
   }
-  if (windows.empty()) {
+  if (units.empty()) {
     data.gpu_note = fmt::format("{}: no {} step{} in its GPU trace", input.path.string(), trace_file ? "ProfilerStep#" : to_string(mode),
                                 range_text(input));
     return;
   }
+  const bool any_process = units.front().pid == 0;
   GpuSide side;
-  side.steps = double(windows.size());
+  side.steps = double(units.size());
   GpuSelection selection;
-  selection.windows = windows;
+  for (const Unit& u : units) selection.windows.emplace_back(u.start_ns, u.end_ns);
+  std::sort(selection.windows.begin(), selection.windows.end());
   struct Entry {
     std::string_view kernel;
     size_t unit;
     int64_t ns;
   };
   std::vector<Entry> entries;
-  std::vector<double> per_step(windows.size(), 0);
+  std::vector<double> per_step(units.size(), 0);
   for (const store::GpuOp& op : gpu.trace.ops) {
     if (op.kind != store::GpuOpKind::kernel) continue;
-    auto after = std::upper_bound(windows.begin(), windows.end(), std::make_pair(op.start_ns, INT64_MAX));
-    if (after == windows.begin() || op.start_ns >= (after - 1)->second) continue;
-    size_t unit = size_t(after - windows.begin() - 1);
-    entries.push_back({op.name, unit, op.duration_ns()});
-    per_step[unit] += double(op.duration_ns()) / 1e9;
+    const int32_t pid = any_process ? 0 : op.pid;
+    auto after = std::upper_bound(units.begin(), units.end(), Unit{pid, op.start_ns, INT64_MAX});
+    if (after == units.begin()) continue;
+    const Unit& unit = *(after - 1);
+    if (unit.pid != pid || op.start_ns >= unit.end_ns) continue;
+    const size_t index = size_t(after - units.begin() - 1);
+    entries.push_back({op.name, index, op.duration_ns()});
+    per_step[index] += double(op.duration_ns()) / 1e9;
   }
   for (double s : per_step) side.kernel_total.add(s);
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -490,6 +503,8 @@ Result<ProfileDiff> diff_profiles(const DiffOptions& options) {
       }
     }
   }
+  // A Chrome trace runs no rules: against one, every verdict would read as vanished.
+  if (base.side.trace_file || next.side.trace_file) return diff;
   std::map<std::string, RuleChange> verdicts;
   for (const rules::RuleResult& r : base.rules) verdicts[r.rule].base_status = to_string(r.status);
   for (const rules::RuleResult& r : next.rules) verdicts[r.rule].new_status = to_string(r.status);
