@@ -7,6 +7,8 @@
            --profiler torch runs the whole program (model creation included, so that it sees
            the same kernels sprof does) under torch.profiler and writes its trace to --trace.
            --starve S sleeps S seconds in the data path of every step (an input-bound job).
+           --plant N multiplies two 1024x1024 matrices N times after the optimizer step (more
+           GPU time per step, in a kernel the model does not run: a planted regression).
   steady   the same loop for --seconds, writing the steps of every --window to --result as
            [[monotonic start, end, steps], ...]: a profiler attached and detached while it runs
            costs what the windows under it lose (on the CPU without CUDA, for tests).
@@ -58,6 +60,7 @@ def train(args):
     scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
     memset = driver_memset()
     stream = torch.cuda.current_stream().cuda_stream
+    square = torch.randn(1024, 1024, device="cuda") if args.plant else None
 
     def load(step):
         if args.starve:
@@ -72,6 +75,8 @@ def train(args):
         opt.zero_grad(set_to_none=True)
         loss.backward()  # LINE:backward
         opt.step()  # LINE:optimizer
+        for _ in range(args.plant):
+            torch.mm(square, square)  # LINE:plant
         return loss
 
     total = args.warmup + args.steps
@@ -179,6 +184,7 @@ def main():
     parser.add_argument("--profiler", choices=["none", "torch"], default="none")
     parser.add_argument("--trace")
     parser.add_argument("--starve", type=float, default=0.0)
+    parser.add_argument("--plant", type=int, default=0)
     parser.add_argument("--result")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--window", type=float, default=0.25)

@@ -134,7 +134,8 @@ class GpuBundle(TempDirTestCase):
         self.assertEqual(by[("no CUDA", "exit status kept")]["status"], "pass", by[("no CUDA", "exit status kept")])
         self.assertEqual(by[("no CUDA", "no CUDA process reported")]["status"], "pass")
         needs = sorted(r["part"] for r in summary["results"] if r["status"] == "needs_gpu")
-        self.assertEqual(needs, ["attached", "failure paths", "overhead", "recording", "starved", "torch.profiler"])
+        self.assertEqual(needs, ["attached", "diff/tables", "failure paths", "overhead", "recording", "starved",
+                                 "torch.profiler"])
         self.assertFalse([r for r in summary["results"] if r["status"] == "fail"], summary["results"])
         with open(os.path.join(out_dir, "summary.txt")) as f:
             text = f.read()
