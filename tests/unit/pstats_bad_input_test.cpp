@@ -345,17 +345,6 @@ TEST_CASE("pstats: encodings CPython reads but seldom writes match Python's read
     b.code('0');
     check_like_python(b.s, "references");
   }
-  SECTION("an entry that leaves the common shape late is read again whole") {
-    // The reader's fast path takes the first caller's flagged strings (refs 0 and 1) and gives
-    // the entry up at its flagged float: the slots it took go back, or the general reader's
-    // numbering would be off and the r(2) below would name a str.
-    Bytes b;
-    b.code('{').key("a.py", 1, "a").tuple(5).i(1).i(1).g(0.5).g(0.5).code('{');
-    b.tuple(3).z("c.py", true).i(3).z("c", true).tuple(4).i(1).i(1).g(0.125, true).r(2);
-    b.tuple(3).r(0).i(4).r(1).tuple(4).i(2).i(2).g(0.25).r(2);
-    b.code('0').code('0');
-    check_like_python(b.s, "late");
-  }
   SECTION("TYPE_INT64 and FLAG_REF on None-like singletons") {
     Bytes b;
     b.code('{').tuple(3).z("f").code('I').i64(int64_t{1} << 40).z("n");
