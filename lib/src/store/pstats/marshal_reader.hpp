@@ -77,12 +77,6 @@ class Reader {
   // The body of an 'f' (float as text) object.
   double float_text_body(size_t start);
 
-  // Raw access for a parser's fast path, which checks its own bounds before every read and
-  // moves the cursor only over bytes it has decoded.
-  const uint8_t* position() const { return p_; }
-  const uint8_t* end() const { return end_; }
-  void jump(const uint8_t* p) { p_ = p; }
-
   [[noreturn]] void fail(size_t at, std::string message) const;
   // "file ends where <what> should start"
   [[noreturn, gnu::cold, gnu::noinline]] void ends_before(const char* what) const;

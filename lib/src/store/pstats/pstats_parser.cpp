@@ -5,7 +5,6 @@
 // file sizes an allocation before the bytes behind it are known to exist.
 
 #include <algorithm>
-#include <cstring>
 #include <new>
 
 #include <fmt/format.h>
@@ -114,12 +113,8 @@ class Parser {
         r_.code("");
         break;
       }
-      KeyView key;
-      FunctionValue value;
-      if (!read_common_function(key, value)) {
-        key = read_key("a function key of the stats dict");
-        value = read_function_value();
-      }
+      KeyView key = read_key("a function key of the stats dict");
+      FunctionValue value = read_function_value();
       charge(entry_start, key_cost(key) + value.callers.cost);
       store_function(key, value);
     }
@@ -420,7 +415,6 @@ class Parser {
         r_.code("");
         break;
       }
-      if (read_common_caller(dict)) continue;
       // Built whole (braces evaluate in order): a default-constructed one is zeroed first.
       KeyView key = read_key("a key of a callers dict");
       const CallerView caller{key, read_caller_value()};
@@ -477,137 +471,6 @@ class Parser {
       slots_[slot].caller = stats;
     }
     return stats;
-  }
-
-  struct Fast {
-    const uint8_t* p;
-    const uint8_t* end;
-    size_t left() const { return static_cast<size_t>(end - p); }
-    uint32_t u32(size_t at) const {
-      return uint32_t(p[at]) | uint32_t(p[at + 1]) << 8 | uint32_t(p[at + 2]) << 16 | uint32_t(p[at + 3]) << 24;
-    }
-  };
-  // The fast path. cProfile's marshal writes nearly every callers entry in one of two shapes: a
-  // back-reference to a key read before (its function's own key), or an unflagged (file, line,
-  // name) tuple of short ASCII strings or references to them and an int; then an unflagged (nc,
-  // cc, tt, ct) tuple of two ints and two binary floats. Such an entry is decoded here with a
-  // bounds check per object and no dispatch on roles; at the first byte of any other shape it is
-  // given up, the cursor and the slots it took put back, and the general readers above read it
-  // (and say what is wrong, when something is).
-  bool read_common_caller(DictValue& dict) {
-    Fast f{r_.position(), r_.end()};
-    const size_t slots_before = slots_.size();
-    KeyView key;
-    CallerStats stats;
-    if (!fast_key(f, key) || !fast_tuple(f, 4) || !fast_int(f, stats.nc) || !fast_int(f, stats.cc) ||
-        !fast_real(f, stats.tt) || !fast_real(f, stats.ct)) {
-      slots_.resize(slots_before);
-      return false;
-    }
-    r_.jump(f.p);
-    dict.cost += key_cost(key);
-    store_caller(dict, CallerView{key, stats});
-    return true;
-  }
-
-  // The same for an entry of the stats dict up to its callers, which the general reader reads
-  // from there (a dict, or a reference to one): a key as above and an unflagged (cc, nc, tt, ct,
-  // callers) tuple.
-  bool read_common_function(KeyView& key, FunctionValue& value) {
-    Fast f{r_.position(), r_.end()};
-    const size_t slots_before = slots_.size();
-    if (!fast_key(f, key) || !fast_tuple(f, 5) || !fast_int(f, value.cc) || !fast_int(f, value.nc) ||
-        !fast_real(f, value.tt) || !fast_real(f, value.ct)) {
-      slots_.resize(slots_before);
-      return false;
-    }
-    r_.jump(f.p);
-    value.callers = read_callers();
-    return true;
-  }
-
-  // A (file, line, name) tuple, flagged or not, or a back-reference to one.
-  [[gnu::always_inline]] bool fast_key(Fast& f, KeyView& key) {
-    if (f.left() < 5) return false;
-    if (f.p[0] == marshal::kRef) {
-      const Slot* slot = fast_ref(f, SlotKind::key);
-      if (slot != nullptr) key = slot->key;
-      return slot != nullptr;
-    }
-    const bool flagged = f.p[0] == (marshal::kSmallTuple | kFlagRef);
-    if (f.p[1] != 3 || (f.p[0] & ~kFlagRef) != marshal::kSmallTuple) return false;
-    f.p += 2;
-    // Its slot is taken before its items are read, as marshal.c takes it.
-    const uint32_t slot = flagged ? static_cast<uint32_t>(slots_.size()) : UINT32_MAX;
-    if (flagged) slots_.emplace_back();
-    StrValue file, name;
-    if (!fast_str(f, file) || !fast_int(f, key.line) || !fast_str(f, name)) return false;
-    key.file = file.text;
-    key.name = name.text;
-    key.hash = combine_key_hash(file.hash, key.line, name.hash);
-    if (flagged) {
-      slots_[slot].kind = SlotKind::key;
-      slots_[slot].key = key;
-    }
-    return true;
-  }
-
-  [[gnu::always_inline]] static bool fast_tuple(Fast& f, uint8_t n) {
-    if (f.left() < 2 || f.p[0] != marshal::kSmallTuple || f.p[1] != n) return false;
-    f.p += 2;
-    return true;
-  }
-  // An 'r' whose slot holds `kind` (the caller checked 5 bytes are left).
-  [[gnu::always_inline]] const Slot* fast_ref(Fast& f, SlotKind kind) {
-    uint32_t index = f.u32(1);
-    if (index >= slots_.size() || slots_[index].kind != kind) return nullptr;
-    f.p += 5;
-    return &slots_[index];
-  }
-  [[gnu::always_inline]] bool fast_str(Fast& f, StrValue& out) {
-    if (f.left() < 5) return false;
-    if (f.p[0] == marshal::kRef) {
-      const Slot* slot = fast_ref(f, SlotKind::str);
-      if (slot != nullptr) out = slot->str;
-      return slot != nullptr;
-    }
-    const uint8_t type = f.p[0] & ~kFlagRef;
-    if (type != marshal::kShortAscii && type != marshal::kShortAsciiInterned) return false;
-    const size_t n = f.p[1];
-    if (f.left() < 2 + n) return false;
-    std::string_view text(reinterpret_cast<const char*>(f.p + 2), n);
-    if (!marshal::is_ascii(text)) return false;  // Latin-1 to re-encode: the general reader's
-    out = StrValue{text, hash_text(text)};
-    if (f.p[0] & kFlagRef) {
-      Slot& slot = slots_.emplace_back();
-      slot.kind = SlotKind::str;
-      slot.str = out;
-    }
-    f.p += 2 + n;
-    return true;
-  }
-  [[gnu::always_inline]] bool fast_int(Fast& f, int64_t& out) {
-    if (f.left() < 5) return false;
-    if (f.p[0] == marshal::kRef) {
-      const Slot* slot = fast_ref(f, SlotKind::integer);
-      if (slot != nullptr) out = slot->integer;
-      return slot != nullptr;
-    }
-    if ((f.p[0] & ~kFlagRef) != marshal::kInt) return false;
-    out = static_cast<int32_t>(f.u32(1));
-    if (f.p[0] & kFlagRef) {
-      Slot& slot = slots_.emplace_back();
-      slot.kind = SlotKind::integer;
-      slot.integer = out;
-    }
-    f.p += 5;
-    return true;
-  }
-  [[gnu::always_inline]] static bool fast_real(Fast& f, double& out) {
-    if (f.left() < 9 || f.p[0] != marshal::kBinaryFloat) return false;
-    std::memcpy(&out, f.p + 1, 8);
-    f.p += 9;
-    return true;
   }
 
   // d[key] = value: a repeated key keeps its first position and takes the last value.
