@@ -530,20 +530,25 @@ class S3Test(TempDirTestCase):
         skew = doc["steps"]["skew"]
         self.assertEqual(skew["mode"], "TRAIN")
         self.assertEqual([r["rank"] for r in skew["ranks"]], ["0", "1"])
-        # Trace events spell node ids as smdebug normalises them: algo-<n>-<pid>.
-        pid = by_host["algo-2"]["node_id"].split("-", 1)[0]
-        self.assertEqual(skew["straggler"], "algo-2-" + pid)
-        self.assertEqual(skew["straggler_node"], "algo-2")
-        # The skew is the straggler's median TRAIN step over the fastest rank's, less one, as the
-        # nodes' own clocks give it. Not a fixed figure: on a loaded machine the two nodes share
-        # the cores unevenly over time (the first to finish leaves the other a core to itself),
-        # and a bound of 0.4 for twice the work failed under load (0.22, its own clocks agreeing).
+        # The straggler is the rank whose median TRAIN step is longest, and the skew its median
+        # over the fastest rank's, less one, as the nodes' own clocks give them. Which node that
+        # is belongs to the machine, not to sprof: node 2 does twice the work, but on a loaded
+        # machine the two share the cores unevenly over time (the first to finish leaves the
+        # other a core to itself; a bound of 0.4 for twice the work failed under load at 0.22, the
+        # own clocks agreeing), and under a flake hunt's load node 1's own median once came out
+        # the longer. So sprof is held to the own clocks: the same straggler where they differ by
+        # more than the skew's bound, the same skew within it.
         medians = []
         for node in (1, 2):
             with open(os.path.join(self.tmp, "node%d.times" % node)) as f:
                 medians.append(statistics.median(float(line) for line in f))
-        self.assertGreater(medians[1], medians[0])
-        self.assertAlmostEqual(skew["skew"], medians[1] / medians[0] - 1, delta=0.03)
+        self.assertAlmostEqual(skew["skew"], max(medians) / min(medians) - 1, delta=0.03)
+        if max(medians) / min(medians) - 1 > 0.03:
+            slow = 1 + medians.index(max(medians))
+            # Trace events spell node ids as smdebug normalises them: algo-<n>-<pid>.
+            pid = by_host["algo-%d" % slow]["node_id"].split("-", 1)[0]
+            self.assertEqual(skew["straggler"], "algo-%d-%s" % (slow, pid), medians)
+            self.assertEqual(skew["straggler_node"], "algo-%d" % slow)
         # The job's functions are every node's: each function's time is the sum of its time in
         # each node's own analysis, the phases' and slowest steps' tables come from the nodes too.
         nodes_docs = [json.loads(self.sprof("analyze", "--json", url + "/nodes/algo-%d" % n, cache=cache).stdout)
