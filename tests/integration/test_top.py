@@ -44,17 +44,24 @@ class TopTest(TempDirTestCase):
         if not shutil.which("tmux"):
             self.skipTest("no tmux (scripts/install-deps installs it)")
         self.session = "sprof-top-%d" % os.getpid()
+        # A tmux server of this test's own: with the shared default server, the previous test's
+        # kill-session ends that server (its last session) while this test's new-session may
+        # already be talking to it, and new-session then fails (seen once in scripts/test).
+        self.socket = "sprof-top-%d-%s" % (os.getpid(), self._testMethodName)
         self.script = os.path.join(self.tmp, "hot_workload.py")
         with open(self.script, "w") as f:
             f.write(WORKLOAD)
         self.addCleanup(self.kill_workloads)
-        self.addCleanup(lambda: subprocess.run(["tmux", "kill-session", "-t", self.session], capture_output=True))
+        self.addCleanup(lambda: subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True))
 
     def kill_workloads(self):
         subprocess.run(["pkill", "-f", self.script], capture_output=True)
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+        proc = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            self.fail("tmux %s exited %d: %s" % (" ".join(args[:1]), proc.returncode, proc.stderr.strip()))
+        return proc.stdout
 
     def start(self, command):
         # The pane stays after sprof exits (remain-on-exit), so its last screen can be read.
