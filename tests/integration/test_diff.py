@@ -190,18 +190,34 @@ class RepeatedRuns(DiffTestCase):
 
 class PlantedSlowdown(DiffTestCase):
     def test_a_function_made_10_percent_slower_is_found_every_time(self):
-        for i in range(5):
+        # "Every time" the job was in fact slower: the planted sleep is 4 ms longer, but under
+        # load its wake-up waits for a core, and in one hunt (two busy loops and a build beside
+        # it) the base run's 40 ms sleep took 44.03 ms by the job's own clock and the changed
+        # run's 44 ms 44.31: no slowdown was planted, and sprof measured just that (43.97 ->
+        # 44.18 ms). A pair counts when the job's own clock shows the function grown by the gate
+        # and 1 ms more (2.5 of the difference's sampling errors, 0.4 ms, the module's comment
+        # derives); every pair, counted or not, holds sprof's figures to the job's own clock.
+        # Five counted pairs must all alarm; more than five pairs without a plant fail the test.
+        counted, unplanted = 0, 0
+        while counted < 5:
+            self.assertLessEqual(unplanted, 5, "the machine's load left the planted slowdown out of too many pairs")
             base, new = self.record_pair(1.0, 1.1)
             code, doc = self.diff(base, new)
             planted = [f for f in doc["functions"] if f["name"] == "planted"]
             self.assertEqual(len(planted), 1)
             f = planted[0]
+            grown_s = self.own[1]["planted"] - self.own[0]["planted"]
             print("pair %d: planted %.2f -> %.2f ms per step, interval [%+.2f, %+.2f] ms; own clock %.2f -> %.2f ms" % (
-                i, f["base_self_s"] * 1e3, f["new_self_s"] * 1e3, f["interval_s"][0] * 1e3, f["interval_s"][1] * 1e3,
-                self.own[0]["planted"] * 1e3, self.own[1]["planted"] * 1e3))
+                counted + unplanted, f["base_self_s"] * 1e3, f["new_self_s"] * 1e3, f["interval_s"][0] * 1e3,
+                f["interval_s"][1] * 1e3, self.own[0]["planted"] * 1e3, self.own[1]["planted"] * 1e3))
             # Every figure within its error of the job's own clock (planted's change among them),
             # and no alarm the job's own clock does not bear out.
             self.assertEqual(self.against_own_clock(doc, *self.own), [])
+            if grown_s < float(GATE) / 100 * self.own[0]["step"] + 0.001:
+                print("  not counted: by the job's own clock the function grew %.2f ms" % (grown_s * 1e3))
+                unplanted += 1
+                continue
+            i, counted = counted, counted + 1
             self.assertEqual(code, 3, doc["regressions"])
             named = [r["what"].split(" ")[0] for r in doc["regressions"] if r["kind"] == "function"]
             self.assertIn("planted", named, doc["regressions"])
