@@ -150,15 +150,14 @@ class Walker {
     }
   }
 
-  // Each stats directory's stats files, in order. A node holds a directory per step or
-  // interval, and finding the files of thousands of them is most of a query's walk: a few
-  // threads look at once.
+  // Each directory's listing, in order. A node holds a directory per step or interval, and
+  // listing thousands of them is most of a query's walk: a few threads list them at once.
   std::vector<Result<std::vector<FileEntry>>> list_all(const std::vector<fs::path>& dirs) {
     std::vector<Result<std::vector<FileEntry>>> out(dirs.size(), std::vector<FileEntry>());
     const unsigned threads = dirs.size() < 64 ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     std::atomic<size_t> next{0};
     auto work = [&] {
-      for (size_t i = next++; i < dirs.size(); i = next++) out[i] = stats_files_in(dirs[i]);
+      for (size_t i = next++; i < dirs.size(); i = next++) out[i] = files_.list(dirs[i]);
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
@@ -167,29 +166,9 @@ class Walker {
     return out;
   }
 
-  // The stats files of a stats directory, as a listing of it would give them, found by looking
-  // each of the three names up: the kernel answers a lookup from its cache of names, while a
-  // listing reads the directory from the file system every time (ext4 builds a hash tree of even
-  // a one-file directory; that was a third of a one-step query's time over 2,000 steps). Other
-  // files are skipped either way (smdebug: "Unknown file ... found, skipping"). When none is
-  // there or a lookup fails, the directory is listed, so its problems are named as before.
-  Result<std::vector<FileEntry>> stats_files_in(const fs::path& dir) {
-    std::vector<FileEntry> found;
-    // In name order, as list() sorts.
-    for (const char* name : {kCprofileStatsFile, kPyinstrumentHtmlFile, kPyinstrumentJsonFile}) {
-      fs::path path = dir / name;
-      Result<FileKind> kind = files_.status(path);
-      if (!kind.ok()) return files_.list(dir);
-      if (*kind == FileKind::missing) continue;
-      found.push_back(FileEntry{std::move(path), name, *kind, false, {}});
-    }
-    if (found.empty()) return files_.list(dir);
-    return found;
-  }
-
   void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
                       const StatsDirName& name) {
-    scan_stats_dir(dir, framework, node, name, stats_files_in(dir.path));
+    scan_stats_dir(dir, framework, node, name, files_.list(dir.path));
   }
 
   void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
