@@ -125,6 +125,38 @@ TEST_CASE("discovery skips and reports what does not belong", "[discovery]") {
   CHECK(failed.error().message.find("--strict") != std::string::npos);
 }
 
+// What a stats directory holds: its stats files in name order, a link to a file as a file,
+// anything else skipped; a broken link named and the directory reported as holding none.
+TEST_CASE("a stats directory's files, links and strays", "[discovery]") {
+  TempDir tmp;
+  fs::path node = tmp.path / "framework" / "pytorch" / "cprofile" / "0-algo-1";
+  fs::path both = node / "train-1-stepstart-30.0_train-1-stepend-40.0";
+  touch(both / "python_stats");
+  touch(both / "python_stats.json");
+  touch(both / "notes.txt");  // not a stats file: skipped, as smdebug skips it
+  fs::path linked = node / "train-2-stepstart-50.0_train-2-stepend-60.0";
+  fs::create_directories(linked);
+  fs::create_symlink(both / "python_stats", linked / "python_stats");
+  fs::path dangling = node / "train-3-stepstart-70.0_train-3-stepend-80.0";
+  fs::create_directories(dangling);
+  fs::create_symlink("nowhere", dangling / "python_stats");
+  fs::path other = node / "train-4-stepstart-90.0_train-4-stepend-95.0";
+  touch(other / "notes.txt");
+
+  auto index = discover_profile(tmp.path);
+  REQUIRE(index.ok());
+  REQUIRE(index->records.size() == 3);
+  CHECK(index->records[0].path == both / "python_stats");
+  CHECK(index->records[0].profiler == "cprofile");
+  CHECK(index->records[1].path == both / "python_stats.json");
+  CHECK(index->records[1].profiler == "pyinstrument");
+  CHECK(index->records[2].path == linked / "python_stats");  // a link to a file is a file
+  CHECK(mentions(*index, dangling / "python_stats"));  // a broken link
+  CHECK(mentions(*index, dangling));                    // so no stats file there
+  CHECK(mentions(*index, other));
+  CHECK(index->problems.size() == 3);
+}
+
 TEST_CASE("discovery errors name the directory", "[discovery]") {
   TempDir tmp;
   auto missing = discover_profile(tmp.path / "missing");
