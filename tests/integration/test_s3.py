@@ -543,7 +543,9 @@ class S3Test(TempDirTestCase):
             with open(os.path.join(self.tmp, "node%d.times" % node)) as f:
                 medians.append(statistics.median(float(line) for line in f))
         own_skew = max(medians) / min(medians) - 1
-        self.assertAlmostEqual(skew["skew"], own_skew, delta=0.03)
+        # Both sides' medians in a failure: a hunt once saw 0.539 against 0.571 (not kept).
+        self.assertAlmostEqual(skew["skew"], own_skew, delta=0.03, msg="own medians %s, sprof's %s" % (
+            medians, [(r["rank"], r["median_s"]) for r in skew["ranks"]]))
         if own_skew > 0.03:
             slow = 1 + medians.index(max(medians))
             # Trace events spell node ids as smdebug normalises them: algo-<n>-<pid>.
