@@ -536,21 +536,33 @@ class S3Test(TempDirTestCase):
         # machine the two share the cores unevenly over time (the first to finish leaves the
         # other a core to itself; a bound of 0.4 for twice the work failed under load at 0.22, the
         # own clocks agreeing), and under a flake hunt's load sprof once named node 1 (whether the
-        # own clocks agreed then was not kept). So sprof is held to the own clocks: the same skew
-        # within its bound, and the same straggler where they differ by more than that bound.
-        medians = []
+        # own clocks agreed then was not kept). So sprof is held to the own clocks: each rank's
+        # median, and the straggler where the own clocks tell the ranks apart.
+        # Each rank's median is held to its own clock's within one step's move across it: under
+        # load the steps cluster (the nodes share the cores unevenly), a preemption at a step's
+        # edge can lengthen sprof's step by ms and not the job's, and when that step crosses the
+        # median, the median moves by the gap between clusters (the likely cause of a hunt's
+        # skew 0.539 against the own clocks' 0.571, 30 steps a rank). Otherwise the two agree
+        # within the bootstrap's edge work (six runs under load: within 40 us); 0.5 ms is left.
+        own = []
         for node in (1, 2):
             with open(os.path.join(self.tmp, "node%d.times" % node)) as f:
-                medians.append(statistics.median(float(line) for line in f))
-        own_skew = max(medians) / min(medians) - 1
-        # Both sides' medians in a failure: a hunt once saw 0.539 against 0.571 (not kept).
-        self.assertAlmostEqual(skew["skew"], own_skew, delta=0.03, msg="own medians %s, sprof's %s" % (
-            medians, [(r["rank"], r["median_s"]) for r in skew["ranks"]]))
-        if own_skew > 0.03:
-            slow = 1 + medians.index(max(medians))
+                t = sorted(float(line) for line in f)
+            n = len(t)
+            own.append(((t[(n - 1) // 2 - 1] + t[n // 2 - 1]) / 2 - 0.0005, statistics.median(t),
+                        (t[(n - 1) // 2 + 1] + t[n // 2 + 1]) / 2 + 0.0005))
+        by_rank = {r["rank"]: r["median_s"] for r in skew["ranks"]}
+        for node, (low, _, high) in zip((1, 2), own):
+            self.assertTrue(low <= by_rank[str(node - 1)] <= high, "node %d: sprof's median %.6f s, the own clock's "
+                            "%.6f s (one step's move allows %.6f-%.6f)" % (node, by_rank[str(node - 1)], own[node - 1][1],
+                                                                          low, high))
+        self.assertAlmostEqual(skew["skew"], max(by_rank.values()) / min(by_rank.values()) - 1, delta=1e-6)
+        # The straggler, where the own clocks' medians stand apart beyond those moves.
+        if own[0][2] < own[1][0] or own[1][2] < own[0][0]:
+            slow = 1 if own[0][1] > own[1][1] else 2
             # Trace events spell node ids as smdebug normalises them: algo-<n>-<pid>.
             pid = by_host["algo-%d" % slow]["node_id"].split("-", 1)[0]
-            self.assertEqual(skew["straggler"], "algo-%d-%s" % (slow, pid), medians)
+            self.assertEqual(skew["straggler"], "algo-%d-%s" % (slow, pid), own)
             self.assertEqual(skew["straggler_node"], "algo-%d" % slow)
         # The job's functions are every node's: each function's time is the sum of its time in
         # each node's own analysis, the phases' and slowest steps' tables come from the nodes too.
