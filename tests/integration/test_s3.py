@@ -552,10 +552,10 @@ class S3Test(TempDirTestCase):
             own.append(((t[(n - 1) // 2 - 1] + t[n // 2 - 1]) / 2 - 0.0005, statistics.median(t),
                         (t[(n - 1) // 2 + 1] + t[n // 2 + 1]) / 2 + 0.0005))
         by_rank = {r["rank"]: r["median_s"] for r in skew["ranks"]}
-        for node, (low, _, high) in zip((1, 2), own):
-            self.assertTrue(low <= by_rank[str(node - 1)] <= high, "node %d: sprof's median %.6f s, the own clock's "
-                            "%.6f s (one step's move allows %.6f-%.6f)" % (node, by_rank[str(node - 1)], own[node - 1][1],
-                                                                          low, high))
+        for node, (low, median, high) in zip((1, 2), own):
+            sprofs = by_rank[str(node - 1)]
+            self.assertTrue(low <= sprofs <= high, "node %d: sprof's median %.6f s, the own clock's %.6f s (one "
+                            "step's move allows %.6f-%.6f)" % (node, sprofs, median, low, high))
         self.assertAlmostEqual(skew["skew"], max(by_rank.values()) / min(by_rank.values()) - 1, delta=1e-6)
         # The straggler, where the own clocks' medians stand apart beyond those moves.
         if own[0][2] < own[1][0] or own[1][2] < own[0][0]:
