@@ -53,6 +53,66 @@ TEST_CASE("an smdebug stats directory is answered from its stats files", "[query
   CHECK_THAT(missing.error().message, Catch::Contains("--phase no-such: no such phase in DIR (node "));
 }
 
+TEST_CASE("aggregate_each reads every selection in one pass and equals an aggregate of each",
+          "[query][source]") {
+  auto dir = test::smdebug_fixtures() / "cprofile_python_stats";
+  auto source = open_stats_source(dir, {});
+  REQUIRE(source.ok());
+  auto node = cprofile_records_of_node((*source)->index());
+  REQUIRE(node.ok());
+  const Selection& records = node->records;
+  REQUIRE(records.size() >= 2);
+  StatsRecord missing = *records[1];
+  missing.path = records[1]->path.parent_path() / "no-such-python_stats";
+
+  // The fixture's files, repeated so that several threads read: an unreadable file in the
+  // first selection, an empty one, files that come back in several.
+  std::vector<Selection> selections(4);
+  for (size_t i = 0; i < 20; ++i) selections[0].push_back(records[i % records.size()]);
+  selections[0].insert(selections[0].begin() + 1, &missing);
+  for (size_t i = 0; i < 17; ++i) selections[2].push_back(records[(i + 1) % records.size()]);
+  selections[3] = {records[0]};
+
+  for (unsigned threads : {1u, 2u, 3u}) {
+    AggregateOptions options;
+    options.threads = threads;
+    auto each = aggregate_each(selections, options);
+    REQUIRE(each.ok());
+    REQUIRE(each->size() == selections.size());
+    for (size_t i = 0; i < selections.size(); ++i) {
+      auto alone = aggregate(selections[i], options);
+      REQUIRE(alone.ok());
+      const Aggregate& a = (*each)[i];
+      CHECK(sprof::store::identical(a.table, alone->table));
+      CHECK(a.total_calls == alone->total_calls);
+      CHECK(a.primitive_calls == alone->primitive_calls);
+      CHECK(a.total_tt == alone->total_tt);
+      CHECK(a.wall_seconds == alone->wall_seconds);
+      CHECK(a.used == alone->used);
+      REQUIRE(a.unreadable.size() == (i == 0 ? 1u : 0u));
+    }
+    CHECK((*each)[0].unreadable.front().path == missing.path);
+    CHECK((*each)[0].used.size() == 20);
+    CHECK((*each)[1].table.empty());
+  }
+
+  // --strict: the unreadable file ends the pass.
+  AggregateOptions strict;
+  strict.strict = true;
+  auto failed = aggregate_each(selections, strict);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().kind == ErrorKind::bad_input);
+  CHECK_THAT(failed.error().message, Catch::Contains("no-such-python_stats") && Catch::Contains("--strict"));
+
+  // The source's: a selection none of whose files can be read is an error, as aggregate() says.
+  auto none = (*source)->aggregate_each({selections[2], {&missing}});
+  REQUIRE_FALSE(none.ok());
+  CHECK_THAT(none.error().message, Catch::Contains("none of the 1 selected stats files could be read"));
+  auto fine = (*source)->aggregate_each({selections[2], selections[3]});
+  REQUIRE(fine.ok());
+  CHECK(fine->at(1).used.size() == 1);
+}
+
 TEST_CASE("source choices that cannot work are usage errors", "[query][source]") {
   auto dir = test::smdebug_fixtures() / "cprofile_python_stats";
   SourceOptions samples;

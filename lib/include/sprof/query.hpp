@@ -150,6 +150,11 @@ struct AggregateOptions {
 // Reads the selected files (in parallel) and adds them in selection order. Unreadable files
 // are skipped and listed (or, strict, the first is the error).
 Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options = {});
+// aggregate() of each selection, equal to calling it once per selection, but reading all of
+// them in one pass: one set of reading threads, warm from one selection to the next, and one key
+// pool (by-phase's phases, each a few files, paid a cold start each). The first error ends it.
+Result<std::vector<Aggregate>> aggregate_each(const std::vector<Selection>& selections,
+                                              const AggregateOptions& options = {});
 
 // The aggregate as a pstats file (-o FILE: python3 -m pstats FILE reads it). Nothing selected is
 // bad input naming `path`: pstats cannot load an empty stats file.

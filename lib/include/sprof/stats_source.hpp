@@ -46,6 +46,8 @@ class StatsSource {
   // files are warned about and skipped (errors when strict); a selection none of whose files
   // can be read is an error.
   virtual Result<Aggregate> aggregate(const Selection& selection) const = 0;
+  // aggregate() of each selection, in order; stats files are read in one pass.
+  virtual Result<std::vector<Aggregate>> aggregate_each(const std::vector<Selection>& selections) const;
   // The raw samples and the timer that picks them (samples sources only).
   virtual const SampledProfile* sampled() const { return nullptr; }
   virtual std::optional<PythonTimer> timer() const { return std::nullopt; }

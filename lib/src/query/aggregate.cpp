@@ -130,18 +130,18 @@ double record_seconds(const StatsRecord& record) {
   return std::max(0.0, (record.name.end.time_us - record.name.start.time_us) / 1e6);
 }
 
-Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options) {
-  unsigned threads = options.threads;
-  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+namespace {
+
+// Adds `records[begin, end)` of the pipeline's records into one aggregate, in order.
+Result<Aggregate> add_selection(ParsePipeline& pipeline, const Selection& records, size_t begin, size_t end,
+                                bool strict) {
   Aggregate out;
-  ParsePipeline pipeline(records, options.files != nullptr ? *options.files : store::local_files(),
-                         static_cast<unsigned>(std::min<size_t>(threads, (records.size() + 7) / 8)));
   store::PooledStatsTable table(pipeline.keys());
-  for (size_t i = 0; i < records.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const StatsRecord* record = records[i];
     Slot& slot = pipeline.take(i);
     if (!slot.status.ok()) {
-      if (options.strict) {
+      if (strict) {
         return make_error(ErrorKind::bad_input, "{} (an error with --strict)", slot.status.error().message);
       }
       out.unreadable.push_back(store::Problem{record->path, slot.status.error().message});
@@ -155,6 +155,39 @@ Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& op
   out.total_calls = out.table.total_calls();
   out.primitive_calls = out.table.primitive_calls();
   out.total_tt = out.table.total_tt();
+  return out;
+}
+
+unsigned reading_threads(const AggregateOptions& options, size_t files) {
+  unsigned threads = options.threads;
+  if (threads == 0) threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  return static_cast<unsigned>(std::min<size_t>(threads, (files + 7) / 8));
+}
+
+const store::ProfileFiles& files_of(const AggregateOptions& options) {
+  return options.files != nullptr ? *options.files : store::local_files();
+}
+
+}  // namespace
+
+Result<Aggregate> aggregate(const Selection& records, const AggregateOptions& options) {
+  ParsePipeline pipeline(records, files_of(options), reading_threads(options, records.size()));
+  return add_selection(pipeline, records, 0, records.size(), options.strict);
+}
+
+Result<std::vector<Aggregate>> aggregate_each(const std::vector<Selection>& selections,
+                                              const AggregateOptions& options) {
+  Selection all;
+  for (const Selection& selection : selections) all.insert(all.end(), selection.begin(), selection.end());
+  ParsePipeline pipeline(all, files_of(options), reading_threads(options, all.size()));
+  std::vector<Aggregate> out;
+  out.reserve(selections.size());
+  size_t begin = 0;
+  for (const Selection& selection : selections) {
+    SPROF_TRY(Aggregate aggregate, add_selection(pipeline, all, begin, begin + selection.size(), options.strict));
+    out.push_back(std::move(aggregate));
+    begin += selection.size();
+  }
   return out;
 }
 

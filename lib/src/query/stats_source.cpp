@@ -43,19 +43,35 @@ class StatsFilesSource final : public StatsSource {
   std::string_view what() const override { return "cProfile stats files"; }
 
   Result<Aggregate> aggregate(const Selection& selection) const override {
+    SPROF_TRY(Aggregate aggregate, query::aggregate(selection, options()));
+    SPROF_TRY_STATUS(report_unreadable(selection, aggregate));
+    return aggregate;
+  }
+
+  Result<std::vector<Aggregate>> aggregate_each(const std::vector<Selection>& selections) const override {
+    SPROF_TRY(std::vector<Aggregate> aggregates, query::aggregate_each(selections, options()));
+    for (size_t i = 0; i < selections.size(); ++i) SPROF_TRY_STATUS(report_unreadable(selections[i], aggregates[i]));
+    return aggregates;
+  }
+
+ private:
+  AggregateOptions options() const {
     AggregateOptions options;
     options.strict = strict_;
     options.files = &index_.files();
-    SPROF_TRY(Aggregate aggregate, query::aggregate(selection, options));
+    return options;
+  }
+
+  // Skipped files are warned about; a selection none of whose files could be read is an error.
+  static Status report_unreadable(const Selection& selection, const Aggregate& aggregate) {
     for (const store::Problem& p : aggregate.unreadable) spdlog::warn("{} (skipped)", p.message);
     if (!selection.empty() && aggregate.used.empty()) {
       return make_error(ErrorKind::bad_input, "none of the {} selected stats files could be read; first: {}",
                         selection.size(), aggregate.unreadable.front().message);
     }
-    return aggregate;
+    return {};
   }
 
- private:
   store::ProfileIndex index_;
   bool strict_ = false;
 };
@@ -130,6 +146,16 @@ Result<std::unique_ptr<StatsSource>> open_stats_source(const store::ProfilePath&
   return std::unique_ptr<StatsSource>(std::make_unique<StatsFilesSource>(std::move(index), options.strict));
 }
 
+Result<std::vector<Aggregate>> StatsSource::aggregate_each(const std::vector<Selection>& selections) const {
+  std::vector<Aggregate> out;
+  out.reserve(selections.size());
+  for (const Selection& selection : selections) {
+    SPROF_TRY(Aggregate aggregate, this->aggregate(selection));
+    out.push_back(std::move(aggregate));
+  }
+  return out;
+}
+
 Result<std::vector<PhaseAggregate>> aggregate_phases(const StatsSource& source,
                                                      const std::vector<TrainingPhase>& phases,
                                                      PhaseGrouping grouping, Compat compat,
@@ -137,26 +163,40 @@ Result<std::vector<PhaseAggregate>> aggregate_phases(const StatsSource& source,
   auto is_wanted = [&](const std::string& name) {
     return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
   };
+  // Every phase's records (a job phase's: each part's) are read in one pass, then each phase's
+  // aggregate is put together as before: a training phase's is its records', a job phase's adds
+  // its parts' in order.
   std::vector<PhaseAggregate> out;
+  std::vector<size_t> part_counts;  // per phase in `out`: how many of `selections` it adds
+  std::vector<Selection> selections;
   if (grouping == PhaseGrouping::training_phase) {
     for (const TrainingPhase& phase : phases) {
       if (!is_wanted(phase.name())) continue;
-      PhaseAggregate r{phase.name(), {phase.name()}, &phase, {}};
-      SPROF_TRY(r.aggregate, source.aggregate(phase.records));
+      out.push_back(PhaseAggregate{phase.name(), {phase.name()}, &phase, {}});
+      selections.push_back(phase.records);
+      part_counts.push_back(1);
+    }
+  } else {
+    for (const JobPhaseGroup& group : job_phases(phases, compat)) {
+      std::string name(to_string(group.phase));
+      if (!is_wanted(name)) continue;
+      PhaseAggregate r{name, {}, nullptr, {}};
+      for (const TrainingPhase& part : group.parts) {
+        r.parts.push_back(part.name());
+        selections.push_back(part.records);
+      }
       out.push_back(std::move(r));
+      part_counts.push_back(group.parts.size());
     }
-    return out;
   }
-  for (const JobPhaseGroup& group : job_phases(phases, compat)) {
-    std::string name(to_string(group.phase));
-    if (!is_wanted(name)) continue;
-    PhaseAggregate r{name, {}, nullptr, {}};
-    for (const TrainingPhase& part : group.parts) {
-      SPROF_TRY(Aggregate aggregate, source.aggregate(part.records));
-      r.aggregate.add(aggregate);
-      r.parts.push_back(part.name());
+  SPROF_TRY(std::vector<Aggregate> aggregates, source.aggregate_each(selections));
+  size_t next = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (grouping == PhaseGrouping::training_phase) {
+      out[i].aggregate = std::move(aggregates[next++]);
+      continue;
     }
-    out.push_back(std::move(r));
+    for (size_t k = 0; k < part_counts[i]; ++k) out[i].aggregate.add(aggregates[next++]);
   }
   return out;
 }
