@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <numeric>
 #include <set>
 #include <thread>
 #include <system_error>
@@ -126,9 +127,9 @@ class Walker {
 
   void scan_node(const fs::path& dir, const std::string& framework, const std::string& node) {
     const std::vector<FileEntry> kids = children(dir);
-    std::vector<fs::path> stats_dirs;
+    std::vector<const fs::path*> stats_dirs;  // not copies: a path copies each of its components
     for (const FileEntry& child : kids) {
-      if (child.kind == FileKind::directory) stats_dirs.push_back(child.path);
+      if (child.kind == FileKind::directory) stats_dirs.push_back(&child.path);
     }
     std::vector<Result<std::vector<FileEntry>>> listings = list_all(stats_dirs);
     size_t at = 0;
@@ -152,12 +153,12 @@ class Walker {
 
   // Each directory's listing, in order. A node holds a directory per step or interval, and
   // listing thousands of them is most of a query's walk: a few threads list them at once.
-  std::vector<Result<std::vector<FileEntry>>> list_all(const std::vector<fs::path>& dirs) {
+  std::vector<Result<std::vector<FileEntry>>> list_all(const std::vector<const fs::path*>& dirs) {
     std::vector<Result<std::vector<FileEntry>>> out(dirs.size(), std::vector<FileEntry>());
     const unsigned threads = dirs.size() < 64 ? 1 : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
     std::atomic<size_t> next{0};
     auto work = [&] {
-      for (size_t i = next++; i < dirs.size(); i = next++) out[i] = files_.list(dirs[i]);
+      for (size_t i = next++; i < dirs.size(); i = next++) out[i] = files_.list(*dirs[i]);
     };
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
@@ -174,7 +175,7 @@ class Walker {
   void scan_stats_dir(const FileEntry& dir, const std::string& framework, const std::string& node,
                       const StatsDirName& name, Result<std::vector<FileEntry>> listing) {
     size_t found = 0;
-    for (const FileEntry& file : children(dir.path, std::move(listing))) {
+    for (FileEntry& file : children(dir.path, std::move(listing))) {
       std::string profiler;
       if (file.name == kCprofileStatsFile) {
         profiler = kCprofileName;
@@ -190,8 +191,9 @@ class Walker {
                             file.path.string()));
         continue;
       }
-      index_.records.push_back(StatsRecord{profiler, framework, node, dir.name, name, file.path,
-                                           sampled_ && profiler == kCprofileName});
+      const bool sampled = sampled_ && profiler == kCprofileName;
+      index_.records.push_back(StatsRecord{std::move(profiler), framework, node, dir.name, name,
+                                           std::move(file.path), sampled});
     }
     if (found == 0) {
       problem(dir.path, fmt::format("no python_stats, python_stats.json or python_stats.html in {}",
@@ -314,14 +316,21 @@ Result<ProfileIndex> discover_profile(const fs::path& dir, const DiscoverOptions
     if (std::string hint = unfinished_profile_hint(dir); !hint.empty()) spdlog::warn("{}: {}", dir.string(), hint);
   }
 
-  std::stable_sort(index.records.begin(), index.records.end(),
-                   [](const StatsRecord& a, const StatsRecord& b) {
-                     if (a.name.start.time_us != b.name.start.time_us) {
-                       return a.name.start.time_us < b.name.start.time_us;
-                     }
-                     if (a.node_id != b.node_id) return a.node_id < b.node_id;
-                     return a.path < b.path;
-                   });
+  // Sorted by position, then moved once: a record is a few strings and a path, and moving
+  // them at every step of the sort cost more than the comparisons.
+  std::vector<size_t> order(index.records.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+    const StatsRecord& a = index.records[i];
+    const StatsRecord& b = index.records[j];
+    if (a.name.start.time_us != b.name.start.time_us) return a.name.start.time_us < b.name.start.time_us;
+    if (a.node_id != b.node_id) return a.node_id < b.node_id;
+    return a.path < b.path;
+  });
+  std::vector<StatsRecord> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(index.records[i]));
+  index.records = std::move(sorted);
   return index;
 }
 
