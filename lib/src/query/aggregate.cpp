@@ -58,7 +58,6 @@ class ParsePipeline {
     }
     Slot& slot = ring_[i % kAhead];
     if (!slot.ready) {
-      waiting_for_ = i;
       waiting_until_ = std::min(i + kBatch, records_.size());
       taker_waiting_ = true;
       done_.wait(lock, [&] { return batch_ready(); });
@@ -87,15 +86,15 @@ class ParsePipeline {
       {
         std::lock_guard lock(mutex_);
         slot.ready = true;
-        wake = taker_waiting_ && i >= waiting_for_ && i < waiting_until_ && batch_ready();
+        wake = taker_waiting_ && i >= taken_ && i < waiting_until_ && batch_ready();
       }
       if (wake) done_.notify_one();
     }
   }
 
-  // Under the lock: every file the waiting taker asked for is parsed.
+  // Under the lock: every file the waiting taker asked for, [taken_, waiting_until_), is parsed.
   bool batch_ready() const {
-    for (size_t j = waiting_for_; j < waiting_until_; ++j) {
+    for (size_t j = taken_; j < waiting_until_; ++j) {
       if (!ring_[j % kAhead].ready) return false;
     }
     return true;
@@ -109,7 +108,7 @@ class ParsePipeline {
   std::mutex mutex_;
   std::condition_variable room_, done_;
   size_t next_ = 0, taken_ = 0;
-  size_t waiting_for_ = 0, waiting_until_ = 0;  // the files [for, until) the taker waits for
+  size_t waiting_until_ = 0;  // the taker waits for the files from taken_ up to this one
   unsigned workers_waiting_ = 0;
   bool taker_waiting_ = false;
   bool stopping_ = false;
