@@ -209,7 +209,7 @@ class Parser {
   [[gnu::always_inline]] StrValue read_str(const char* role) {
     size_t start = r_.offset();
     uint8_t code = r_.code(role);
-    std::string_view text;
+    StrValue value;
     switch (code & ~kFlagRef) {
       case marshal::kRef: {
         const Slot& slot = referenced(start, role);
@@ -218,20 +218,20 @@ class Parser {
       }
       case marshal::kShortAscii:
       case marshal::kShortAsciiInterned:
-        text = ascii_text(r_.bytes(r_.u8(start), start));
+        value = ascii_text(r_.bytes(r_.u8(start), start));
         break;
       case marshal::kAscii:
       case marshal::kAsciiInterned:
-        text = ascii_text(r_.bytes(r_.length32(start, "a str"), start));
+        value = ascii_text(r_.bytes(r_.length32(start, "a str"), start));
         break;
       case marshal::kUnicode:
       case marshal::kInterned:
-        text = r_.bytes(r_.length32(start, "a str"), start);
-        if (!marshal::is_utf8_surrogatepass(text)) [[unlikely]] not_utf8(start, role);
+        value.text = r_.bytes(r_.length32(start, "a str"), start);
+        if (!marshal::is_utf8_surrogatepass(value.text)) [[unlikely]] not_utf8(start, role);
+        value.hash = hash_text(value.text);
         break;
       default: wrong_type(start, role, code, "a str");
     }
-    StrValue value{text, hash_text(text)};
     if (code & kFlagRef) {
       Slot& slot = slots_.emplace_back();
       slot.kind = SlotKind::str;
@@ -241,11 +241,15 @@ class Parser {
   }
 
   // marshal reads its ASCII types as Latin-1; pure ASCII (always, from CPython) stays in place.
-  [[gnu::always_inline]] std::string_view ascii_text(std::string_view raw) {
-    if (marshal::is_ascii(raw)) return raw;
+  [[gnu::always_inline]] StrValue ascii_text(std::string_view raw) {
+    TextScan scan = scan_text(raw);
+    if (scan.ascii) [[likely]] return {raw, scan.hash};
+    return latin1_text(raw);
+  }
+  [[gnu::noinline]] StrValue latin1_text(std::string_view raw) {
     std::string& owned = out_->owned_strings.emplace_back();
     marshal::append_latin1_as_utf8(raw, owned);
-    return owned;
+    return {owned, hash_text(owned)};
   }
 
   // An int where pstats does integer arithmetic; bool is an int to Python.
