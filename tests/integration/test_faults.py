@@ -38,6 +38,9 @@ def h(s, f): n[0] += 1
 signal.signal(signal.SIGINT, h)
 signal.signal(signal.SIGTERM, h)
 print("ready", flush=True)
+if len(sys.argv) > 2:  # after-signal: wait for the first signal (60 s at most), then argv[1] s more
+    cap = time.time() + 60
+    while n[0] == 0 and time.time() < cap: time.sleep(0.01)
 end = time.time() + float(sys.argv[1])
 while time.time() < end: time.sleep(0.01)
 print("count", n[0], flush=True)
@@ -103,9 +106,18 @@ class SignalAtAnyMomentTest(TempDirTestCase):
 class GroupSignalTest(TempDirTestCase):
     def counted(self, how, i):
         out = os.path.join(self.tmp, "%s%d" % (how, i))
-        cmd = [SPROF_BIN, "-q", "record", "--no-system-metrics", "-o", out, "--", PY, "-c", COUNTER, "0.8"]
+        # The command counts for 0.5 s after the first signal (a second one, forwarded by sprof on top
+        # of the group's, would come within it), not for a fixed time from its start: under load the
+        # test could send its signal after such a window had closed.
+        cmd = [SPROF_BIN, "-q", "record", "--no-system-metrics", "-o", out, "--", PY, "-c", COUNTER, "0.5",
+               "after-signal"]
         if how == "timeout":
-            cmd = ["timeout", "-s", "INT", "0.5"] + cmd
+            # timeout(1)'s expiry is its own SIGALRM (coreutils' cleanup(): timed_out = 1, then the
+            # signal to the child and to the group), so the test sends SIGALRM once the command is
+            # ready instead of racing a fixed 0.5 s against start-up: under a flake hunt's load
+            # sprof and Python took longer than that to start, and the SIGINT came before "ready".
+            # The long limit is never reached.
+            cmd = ["timeout", "-s", "INT", "120"] + cmd
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
             line = proc.stdout.readline()
@@ -117,10 +129,14 @@ class GroupSignalTest(TempDirTestCase):
                 os.killpg(proc.pid, signal.SIGINT)
             elif how == "direct":
                 proc.send_signal(signal.SIGINT)
+            elif how == "timeout":
+                proc.send_signal(signal.SIGALRM)  # to timeout(1): "the time is up"
             stdout, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
+        if how == "timeout":  # 124: timeout(1) took the SIGALRM as its time being up
+            self.assertEqual(proc.returncode, 124, stderr.decode())
         return stdout.decode().strip(), stderr.decode()
 
     def test_the_command_gets_each_signal_once(self):
