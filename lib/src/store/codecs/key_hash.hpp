@@ -10,7 +10,7 @@ namespace sprof::store {
 
 // A str's hash and whether it is all ASCII, in one pass over its bytes: the reader needs both
 // for every string it meets (marshal's ASCII types are Latin-1 unless every byte is < 0x80),
-// and two passes (std::hash, then a scan) were a tenth of reading a file. Eight bytes at a
+// and two passes (std::hash, then a scan) were ~15 % of reading a file. Eight bytes at a
 // time; a short tail is read as overlapping words (or, under four bytes, as its first, middle
 // and last byte) so that no byte-sized loop or memcpy call is needed. Only the open-addressing
 // tables in memory use the hash (combine_key_hash mixes it further); nothing stores it.
