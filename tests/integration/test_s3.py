@@ -115,6 +115,7 @@ class FaultProxy:
         self.long_bodies = 0    # object GETs answered with 5 MB more than the object
         self.error_bytes = 0    # object GETs answered 403 with a body this long
         self.seen = 0
+        self.listed = threading.Event()  # set once a listing has been answered 200
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -190,6 +191,9 @@ class FaultProxy:
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
+                if listing:
+                    self.wfile.flush()
+                    proxy.listed.set()
 
             do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = handle_one
 
@@ -458,7 +462,10 @@ class S3Test(TempDirTestCase):
                                  "record", "-o", url, "--upload-interval", "1", "--", sys.executable, script],
                                 cwd=self.tmp, env=dict(os.environ, **self.env), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(0.3)  # record has listed the prefix (before the job starts); now the outage
+        # record lists its prefix once, before it starts the job; the outage begins once that
+        # listing is answered. (It began after a fixed 0.3 s before: on a loaded machine record's
+        # listing could meet the outage, and record rightly refuses to start the job then.)
+        self.assertTrue(proxy.listed.wait(60), "record never listed its prefix")
         proxy.fail = 10 ** 6
         out, err = proc.communicate(timeout=120)
         self.assertIn("job done", out)
