@@ -24,6 +24,9 @@ std::string end_step_text(const store::StatsDirName& name) {
 
 Json records_json(const std::vector<const store::StatsRecord*>& records) {
   std::string text;
+  // About 660 bytes a record: reserved so that the text is written once, not copied as it grows
+  // (room not written to costs no memory).
+  text.reserve(768 * records.size() + 64);
   JsonTextWriter w(text, kAnswerJsonIndent);
   w.begin_array();
   for (const store::StatsRecord* record : records) {
@@ -114,6 +117,12 @@ bool estimated_from_samples(const query::Aggregate& aggregate) {
 
 void append_aggregate_json(Json& into, const query::Aggregate& aggregate,
                            const FunctionOrder& order) {
+  // Room for every member first: ordered_json keeps members in a vector whose growth copies
+  // them (a pair with a const key may throw on a move), the prewritten records and functions
+  // (megabytes) with them.
+  if (into.is_null()) into = Json::object();
+  auto& members = into.get_ref<Json::object_t&>();
+  members.reserve(members.size() + 11);  // the 11 below
   into["stats"] = records_json(aggregate.used);
   into["skipped"] = problems_json(aggregate.unreadable);
   into["total_calls"] = aggregate.total_calls;
