@@ -116,6 +116,7 @@ class FaultProxy:
         self.error_bytes = 0    # object GETs answered 403 with a body this long
         self.seen = 0
         self.listed = threading.Event()  # set once a listing has been answered 200
+        self.stored = threading.Event()  # set once an object PUT has been answered 200
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -192,8 +193,9 @@ class FaultProxy:
                 if self.command != "HEAD":
                     self.wfile.write(data)
                 if listing:
-                    self.wfile.flush()
                     proxy.listed.set()
+                if self.command == "PUT" and status == 200:
+                    proxy.stored.set()
 
             do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = handle_one
 
@@ -810,9 +812,13 @@ class S3Test(TempDirTestCase):
                 with open(os.path.join(big, "extra", "d%02d" % d, "f%03d" % i), "w") as f:
                     f.write("x" * 100)
         url = "s3://%s/runs/killed-upload" % BUCKET
-        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", self.endpoint, "upload", big, url],
+        # Through a proxy that tells when the first file is stored: the upload is killed then.
+        # (It was killed after a fixed 1.5 s before, and under load had stored nothing by then.)
+        proxy = FaultProxy(self.endpoint)
+        self.addCleanup(proxy.close)
+        proc = subprocess.Popen([os.environ["SPROF_BIN"], "--endpoint-url", proxy.endpoint, "upload", big, url],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, **self.env))
-        time.sleep(1.5)
+        self.assertTrue(proxy.stored.wait(60), "the upload stored no file")
         proc.kill()
         proc.wait()
         again = self.sprof("upload", big, url)
