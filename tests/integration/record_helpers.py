@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import time
 
 from sprof_testlib import SOURCE_DIR, run_sprof
 
@@ -31,14 +32,33 @@ def sampler_view(flags):
     return flags if any(f in VIEW_FLAGS for f in flags) else flags + ("--on-cpu", "--all-threads")
 
 
-def collapsed(profile_dir, *flags):
-    """sprof export -f collapsed as {stack line: count}."""
-    proc = run_sprof("export", profile_dir, "-f", "collapsed", *sampler_view(flags), check=0)
+def parse_collapsed(text):
     stacks = {}
-    for line in proc.stdout.splitlines():
+    for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
         stacks[stack] = stacks.get(stack, 0) + int(count)
     return stacks
+
+
+def collapsed(profile_dir, *flags):
+    """sprof export -f collapsed as {stack line: count}."""
+    return parse_collapsed(run_sprof("export", profile_dir, "-f", "collapsed", *sampler_view(flags), check=0).stdout)
+
+
+def wait_for_samples(profile_dir, name, more_than, timeout=60):
+    """While a recording runs: waits until its sample log, as flushed so far, holds more than
+    `more_than` samples of function `name`, and returns how many it holds (fewer only when
+    `timeout` seconds passed first). Tests that stop a recording after it has sampled enough
+    wait for this instead of a fixed time, which a loaded machine can outlast."""
+    deadline = time.monotonic() + timeout
+    count = 0
+    while True:
+        proc = run_sprof("export", profile_dir, "-f", "collapsed", *sampler_view(()), check=None)
+        if proc.returncode == 0:  # before the first flush there may be nothing to read
+            count = inclusive_counts(parse_collapsed(proc.stdout), (name,))[name]
+        if count > more_than or time.monotonic() > deadline:
+            return count
+        time.sleep(0.2)
 
 
 FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*):(?P<line>-?\d+)\)$")

@@ -15,7 +15,7 @@ import sys
 import time
 import unittest
 
-from record_helpers import manifest
+from record_helpers import manifest, wait_for_samples
 from sprof_testlib import SPROF_BIN, TempDirTestCase, run_sprof
 
 PY = "/usr/bin/python3"
@@ -254,13 +254,17 @@ class KilledRecorderTest(TempDirTestCase):
         out = os.path.join(self.tmp, "p")
         counts = collections.Counter()
         proc = subprocess.Popen([SPROF_BIN, "record", "--no-inject", "-r", "200", "-o", out, "--", PY, "-u", "-c",
-                                 "import time\nprint('ready')\nend = time.time() + 6\n"
+                                 "import time\nprint('ready')\nend = time.time() + 60\n"
                                  "while time.time() < end: sum(range(1000))"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         target = None
         try:
             self.assertEqual(proc.stdout.readline().strip(), b"ready")
-            time.sleep(2.5)  # two flushes of the sample log
+            # Killed once the flushed log holds 400 samples, not after a fixed 2.5 s, which a
+            # loaded machine could leave short. At 200 Hz (intervals drawn with a 5 ms mean) 400
+            # samples span 2 s give or take 0.1 s (a Poisson count's sd: sqrt(400) = 20 samples),
+            # or longer when load delays the sampler; the checks below ask for 1.5 s.
+            wait_for_samples(out, "<module>", 400)
             target = manifest(out)["target_pid"]
             proc.kill()
             proc.wait()

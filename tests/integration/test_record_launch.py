@@ -11,7 +11,7 @@ import time
 import unittest
 
 from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, run_sprof
-from record_helpers import collapsed, frames, inclusive_counts, manifest, workload
+from record_helpers import collapsed, frames, inclusive_counts, manifest, wait_for_samples, workload
 
 PY = DEBIAN_PYTHON
 
@@ -230,7 +230,8 @@ class DurationAndKillTest(TempDirTestCase):
         target = None
         try:
             wait_for_line(proc.stdout, "READY")
-            time.sleep(2.5)  # at least two flushes
+            # Killed once the flushed log holds what the end checks (after a fixed 2.5 s before).
+            wait_for_samples(out, "busy", 500)
             target = manifest(out)["target_pid"]
             proc.kill()
             proc.wait()

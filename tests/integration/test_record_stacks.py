@@ -12,7 +12,8 @@ import time
 import unittest
 
 from sprof_testlib import DEBIAN_PYTHON, SPROF_BIN, TempDirTestCase, pythons, run_sprof
-from record_helpers import collapsed, frames, inclusive_counts, manifest, marker_line, speedscope, workload
+from record_helpers import (collapsed, frames, inclusive_counts, manifest, marker_line, speedscope, wait_for_samples,
+                            workload)
 
 PY = DEBIAN_PYTHON
 SHAPES = workload("shapes.py")
@@ -134,7 +135,9 @@ class AttachTest(TempDirTestCase):
         out = os.path.join(self.tmp, "p")
         proc = subprocess.Popen([SPROF_BIN, "record", "--pid", str(target.pid), "-o", out, "--blocking"],
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        # SIGINT once the flushed samples hold what the end checks (after a fixed 1.5 s before,
+        # which an attach slowed by a loaded machine could leave short).
+        wait_for_samples(out, "busy", 50)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 0, stderr)

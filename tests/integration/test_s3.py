@@ -492,7 +492,17 @@ class S3Test(TempDirTestCase):
                                  "--upload-interval", "1", "--", sys.executable, script], cwd=self.tmp,
                                 env=dict(os.environ, **self.env), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(4)
+        # Killed once the parts uploaded so far hold what the checks below ask for (after a fixed
+        # 4 s before, which a loaded machine could leave short).
+        def samples_uploaded(poll):
+            probe = self.sprof("analyze", "--json", url, check=None, cache=os.path.join(self.tmp, "poll%d" % poll))
+            processes = json.loads(probe.stdout)["job"]["processes"] if probe.returncode == 0 else []
+            return processes[0]["samples"] if processes else 0
+        deadline = time.monotonic() + 60
+        poll = 0
+        while samples_uploaded(poll) <= 50 and time.monotonic() < deadline:
+            poll += 1
+            time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         out = self.sprof("analyze", "--json", url, cache=os.path.join(self.tmp, "c")).stdout
