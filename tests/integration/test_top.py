@@ -30,6 +30,8 @@ def cold_function():
     time.sleep(0.001)
 if sprof:
     sprof.set_mode(sprof.TRAIN)
+else:
+    print("ready", flush=True)  # for the tests that attach (start_attached)
 for i in range(10 ** 6):
     if sprof:
         sprof.step()
@@ -87,6 +89,15 @@ class TopTest(TempDirTestCase):
                 return lines[i + 1]
         return ""
 
+    def start_attached(self):
+        """The workload as a process of its own, once its interpreter runs the script (after a
+        fixed 0.5 s before: a loaded machine can take longer to start Python, and top then finds
+        no interpreter to attach to)."""
+        proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline().strip(), "ready")
+        return proc
+
     def workload_pids(self):
         out = subprocess.run(["pgrep", "-f", self.script], capture_output=True, text=True).stdout
         return [int(p) for p in out.split()]
@@ -132,9 +143,7 @@ class TopTest(TempDirTestCase):
         self.tmux("send-keys", "-t", self.session, "q")
 
     def test_an_attached_process(self):
-        proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.DEVNULL)
-        self.addCleanup(proc.kill)
-        time.sleep(0.5)
+        proc = self.start_attached()
         self.start("%s top --pid %d" % (os.environ["SPROF_BIN"], proc.pid))
         self.check_live_view(expect_steps=False)
         self.assertIsNone(proc.poll())
@@ -196,9 +205,7 @@ class TopTest(TempDirTestCase):
         self.assertEqual(self.command_pids(), [])
 
     def test_attached_header_and_a_small_terminal(self):
-        proc = subprocess.Popen([sys.executable, self.script], stdout=subprocess.DEVNULL)
-        self.addCleanup(proc.kill)
-        time.sleep(0.5)
+        proc = self.start_attached()
         text = self.start_and_wait("%s top --pid %d" % (os.environ["SPROF_BIN"], proc.pid), width=60, height=8)
         lines = text.splitlines()
         self.assertTrue(lines[0].startswith("sprof top: pid %d (Python 3." % proc.pid), text)
