@@ -35,6 +35,8 @@ LOOP = textwrap.dedent("""\
 
     n = int(sys.argv[2])
     kind = sys.argv[1]
+    if len(sys.argv) > 4:
+        steplib.SECONDS = float(sys.argv[4])
     trainer = Trainer()
     for i in range(n):
         if kind == "function":
@@ -51,8 +53,10 @@ LOOP = textwrap.dedent("""\
 STEPLIB = textwrap.dedent("""\
     import time
 
+    SECONDS = 0.002  # a call's work
+
     def work(batch):
-        end = time.perf_counter() + 0.002
+        end = time.perf_counter() + SECONDS
         x = 0
         while time.perf_counter() < end:
             x += 1
@@ -105,10 +109,11 @@ class ExactStepFnTest(TempDirTestCase):
             f.write(text)
         return path
 
-    def record(self, python, kind, name, n, *flags):
+    def record(self, python, kind, name, n, *flags, seconds=None):
         out = os.path.join(self.tmp, "p-%s-%s" % (os.path.basename(os.path.dirname(os.path.dirname(python))), kind))
+        extra = [] if seconds is None else [seconds]
         proc = run_sprof("record", "--step-fn", name, *flags, "-o", out, "--", python, self.loop, kind, n,
-                         self.tmp, check=0)
+                         self.tmp, *extra, check=0)
         return proc, out, json.loads(proc.stdout.strip().splitlines()[-1])
 
     def check_exact(self, label, out, calls):
@@ -216,12 +221,22 @@ class ExactStepFnTest(TempDirTestCase):
 
     def test_sampled_inference_warns_when_calls_merged(self):
         # Without the bootstrap the same loop is one long run of samples inside train_step. The
-        # warning needs most of the process's samples inside the run: 500 calls (1 s, ~100 samples
-        # at 100 Hz, +-10) against the interpreter's start (~0.1 s, up to ~0.5 s on a loaded machine:
-        # at most ~50 samples). With 30 calls (60 ms, ~6 samples) a slow start outweighed the loop
-        # and the warning did not come (a CI run under load, stop 37).
-        proc, out, calls = self.record(DEBIAN_PYTHON, "function", "train_step", 500, "--no-inject", "--rate", "100")
-        self.assertLess(manifest(out)["steps"]["steps"].get("train", 0), 500)
+        # warning needs most of the process's samples inside the run: 1 s of calls (~100 samples
+        # at 100 Hz, +-10) against the interpreter's start (~0.1 s, up to ~0.5 s on a loaded
+        # machine: at most ~50 samples). With 30 calls of 2 ms (60 ms, ~6 samples) a slow start
+        # outweighed the loop and the warning did not come (a CI run under load, stop 37).
+        # It also needs the run whole, or cut in two: a run cut three times or more by gaps of
+        # several samples looks like real steps with pauses between them. Only a sample between
+        # two calls cuts it, and the loop spends a few us there per call. On a loaded machine the
+        # process is also descheduled now and then, and a wait that starts between two calls puts
+        # all its samples there. With 500 calls of 2 ms the loop spent ~0.1 % of its time between
+        # calls, and the run was once cut into three "steps" and no warning came (scripts/test
+        # beside a flake hunt, load 13; the loop took 3.1 s). Ten calls of 0.1 s spend 50 times
+        # less there: by an estimate of one wait every few ms under such load (~1,000 a run),
+        # ~0.02 waits between calls a run, and two in one run ~2e-4.
+        proc, out, calls = self.record(DEBIAN_PYTHON, "function", "train_step", 10, "--no-inject", "--rate", "100",
+                                       seconds=0.1)
+        self.assertLess(manifest(out)["steps"]["steps"].get("train", 0), 10)
         self.assertIn("calls of train_step may have merged", proc.stderr)
 
     def test_no_steps_says_how_to_get_them(self):
